@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# install-deps.sh -- installs what building and testing rpma needs on Debian (bookworm), as root.
+# Only missing packages are installed; apt-get update runs only when something is missing.
+set -euo pipefail
+
+# The one list of build and test dependencies.
+PACKAGES=(
+    cmake g++ make pkg-config
+    libibverbs-dev                       # <infiniband/verbs.h>: ibv_wc, ibv_context in librpma.h
+    libgtest-dev libgmock-dev            # unit tests
+    libbenchmark-dev                     # bench/
+    clang                                # clang-format, clang builds
+    iproute2 procps                      # ip, ss, ps, pgrep in integration tests
+    libpmem2-dev                         # persistence on DAX mappings
+)
+# Nice to have: a missing one is reported, not fatal.
+OPTIONAL_PACKAGES=(
+    libclang-rt-14-dev                   # sanitizer runtimes for clang builds
+)
+
+installed() {
+    [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == "install ok installed" ]]
+}
+
+missing=() missing_optional=()
+for p in "${PACKAGES[@]}"; do installed "$p" || missing+=("$p"); done
+for p in "${OPTIONAL_PACKAGES[@]}"; do installed "$p" || missing_optional+=("$p"); done
+
+if [[ ${#missing[@]} -eq 0 && ${#missing_optional[@]} -eq 0 ]]; then
+    echo "install-deps: all dependencies present"
+    exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null; then
+        SUDO=(sudo)
+    else
+        echo "install-deps: missing ${missing[*]} ${missing_optional[*]}; run as root" >&2
+        exit 1
+    fi
+else
+    SUDO=()
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+echo "install-deps: installing ${missing[*]} ${missing_optional[*]}"
+"${SUDO[@]}" apt-get update -q
+if [[ ${#missing[@]} -gt 0 ]]; then
+    "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+for p in "${missing_optional[@]}"; do
+    "${SUDO[@]}" apt-get install -y -q --no-install-recommends "$p" ||
+        echo "install-deps: optional package $p is not available; continuing" >&2
+done

@@ -1,0 +1,196 @@
+#include "core/conn.h"
+
+#include <cstring>
+
+#include "core/conn_cfg.h"
+#include "core/log.h"
+#include "core/mr_local.h"
+#include "core/mr_remote.h"
+#include "core/srq.h"
+
+namespace rpma {
+
+int ConnResources::create(Peer *peer, const ConnCfg &cfg, std::unique_ptr<ConnResources> *out) {
+    auto *srq = reinterpret_cast<Srq *>(cfg.srq());
+    if (cfg.shared_channel() && srq && srq->rcq()) {
+        RPMA_LOG_ERROR("a shared completion channel cannot be combined with an SRQ that has its "
+                       "own RCQ");
+        return RPMA_E_INVAL;
+    }
+    tcp::Engine *engine = peer->engine();
+    if (!engine) return RPMA_E_PROVIDER;
+    auto r = std::make_unique<ConnResources>();
+    r->srq = srq;
+    r->shared = cfg.shared_channel();
+    r->channel = std::make_unique<ComplChannel>();
+    r->events = std::make_unique<FdQueue<rpma_conn_event>>();
+    if (!r->channel->valid() || !r->events->valid()) return RPMA_E_PROVIDER;
+    r->cq = std::make_unique<Cq>(r->channel.get(), r->shared);
+    if (cfg.rcq_size() > 0) {
+        ComplChannel *ch = r->channel.get();
+        if (!r->shared) {
+            r->rcq_channel = std::make_unique<ComplChannel>();
+            if (!r->rcq_channel->valid()) return RPMA_E_PROVIDER;
+            ch = r->rcq_channel.get();
+        }
+        r->rcq = std::make_unique<Cq>(ch, r->shared);
+    }
+    tcp::QpConfig qc;
+    qc.sq_size = cfg.sq_size();
+    qc.rq_size = cfg.rq_size();
+    qc.timeout_ms = cfg.timeout_ms();
+    qc.cq = r->cq.get();
+    qc.recv_cq = srq && srq->rcq() ? srq->rcq() : r->rcq ? r->rcq.get() : r->cq.get();
+    qc.srq = srq ? &srq->queue() : nullptr;
+    r->qp = tcp::QueuePair::create(engine, &peer->mrs(), qc, r->events.get());
+    r->peer = peer;
+    peer->ref();
+    *out = std::move(r);
+    return 0;
+}
+
+ConnResources::~ConnResources() {
+    if (qp) qp->close();
+    qp.reset();
+    if (peer) peer->unref();
+}
+
+int Conn::next_event(rpma_conn_event *ev) {
+    auto e = r_->events->pop();
+    if (!e) return RPMA_E_NO_EVENT;
+    *ev = *e;
+    return 0;
+}
+
+void Conn::private_data(rpma_conn_private_data *pd) const {
+    const auto &v = r_->qp->remote_pdata();
+    pd->ptr = v.empty() ? nullptr : const_cast<uint8_t *>(v.data());
+    pd->len = static_cast<uint8_t>(v.size());
+}
+
+int Conn::wait(int flags, Cq **cq, bool *is_rcq) {
+    if (!r_->shared) return RPMA_E_NOT_SHARED_CHNL;
+    for (;;) {
+        Cq *fired = r_->channel->wait();
+        if (!fired) return RPMA_E_NO_COMPLETION;
+        fired->arm();
+        // With WAIT_FOR_COMPLETION a wake-up whose completion was already taken does not count.
+        if ((flags & RPMA_W_WAIT_FOR_COMPLETION) && fired->empty()) continue;
+        *cq = fired;
+        if (is_rcq) *is_rcq = fired == r_->rcq.get();
+        return 0;
+    }
+}
+
+namespace {
+
+bool local_range_ok(const MrLocal *mr, size_t off, size_t len, const char *what) {
+    if (!mr) return true;
+    if (off > mr->size() || len > mr->size() - off) {
+        RPMA_LOG_ERROR("%s range [%zu, +%zu) outside the local region of %zu bytes", what, off,
+                       len, mr->size());
+        return false;
+    }
+    return true;
+}
+
+bool op_len_ok(size_t len) {
+    if (len > tcp::kMaxOpLength) {
+        RPMA_LOG_ERROR("an operation moves at most %u bytes, not %zu", tcp::kMaxOpLength, len);
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+int Conn::read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off, size_t len,
+               int flags, uint64_t wr_id) {
+    if (!local_range_ok(dst, dst_off, len, "read destination") || !op_len_ok(len))
+        return RPMA_E_INVAL;
+    tcp::SendWr wr;
+    wr.op = tcp::Op::kRead;
+    wr.wr_id = wr_id;
+    wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
+    wr.local = dst ? dst->ptr() + dst_off : nullptr;
+    wr.local_region = dst ? dst->region() : nullptr;
+    wr.len = static_cast<uint32_t>(len);
+    wr.raddr = src ? src->addr() + src_off : 0;
+    wr.rkey = src ? src->rkey() : 0;
+    return r_->qp->post_send(wr);
+}
+
+int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t src_off,
+                size_t len, int flags, uint64_t wr_id, const uint32_t *imm) {
+    if (!local_range_ok(src, src_off, len, "write source") || !op_len_ok(len))
+        return RPMA_E_INVAL;
+    tcp::SendWr wr;
+    wr.op = imm ? tcp::Op::kWriteImm : tcp::Op::kWrite;
+    wr.wr_id = wr_id;
+    wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
+    wr.local = src ? src->ptr() + src_off : nullptr;
+    wr.len = static_cast<uint32_t>(len);
+    wr.raddr = dst ? dst->addr() + dst_off : 0;
+    wr.rkey = dst ? dst->rkey() : 0;
+    wr.imm = imm ? *imm : 0;
+    return r_->qp->post_send(wr);
+}
+
+int Conn::atomic_write(const MrRemote *dst, size_t dst_off, const char src[8], int flags,
+                       uint64_t wr_id) {
+    tcp::SendWr wr;
+    wr.op = tcp::Op::kAtomicWrite;
+    wr.wr_id = wr_id;
+    wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
+    wr.len = 8;
+    wr.raddr = dst->addr() + dst_off;
+    wr.rkey = dst->rkey();
+    std::memcpy(&wr.value, src, 8);
+    return r_->qp->post_send(wr);
+}
+
+int Conn::flush(const MrRemote *dst, size_t dst_off, size_t len, rpma_flush_type type, int flags,
+                uint64_t wr_id) {
+    if (type == RPMA_FLUSH_TYPE_PERSISTENT && !direct_write_to_pmem_) {
+        RPMA_LOG_ERROR("PERSISTENT flush needs a remote peer cfg with direct_write_to_pmem "
+                       "(rpma_conn_apply_remote_peer_cfg)");
+        return RPMA_E_NOSUPP;
+    }
+    int need = type == RPMA_FLUSH_TYPE_PERSISTENT ? RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT
+                                                  : RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY;
+    if (!(dst->usage() & need)) {
+        RPMA_LOG_ERROR("the remote region was not registered for this flush type");
+        return RPMA_E_NOSUPP;
+    }
+    if (!op_len_ok(len)) return RPMA_E_INVAL;
+    tcp::SendWr wr;
+    wr.op = tcp::Op::kFlush;
+    wr.wr_id = wr_id;
+    wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
+    wr.len = static_cast<uint32_t>(len);
+    wr.raddr = dst->addr() + dst_off;
+    wr.rkey = dst->rkey();
+    wr.flags = type == RPMA_FLUSH_TYPE_PERSISTENT ? tcp::kFlushPersistent : 0;
+    return r_->qp->post_send(wr);
+}
+
+int Conn::send(const MrLocal *src, size_t off, size_t len, int flags, uint64_t wr_id,
+               const uint32_t *imm) {
+    if (!local_range_ok(src, off, len, "send source") || !op_len_ok(len)) return RPMA_E_INVAL;
+    tcp::SendWr wr;
+    wr.op = imm ? tcp::Op::kSendImm : tcp::Op::kSend;
+    wr.wr_id = wr_id;
+    wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
+    wr.local = src ? src->ptr() + off : nullptr;
+    wr.len = static_cast<uint32_t>(len);
+    wr.imm = imm ? *imm : 0;
+    return r_->qp->post_send(wr);
+}
+
+int Conn::recv(MrLocal *dst, size_t off, size_t len, uint64_t wr_id) {
+    PostedRecv r;
+    int ret = make_recv(dst, off, len, wr_id, &r);
+    return ret ? ret : r_->qp->post_recv(std::move(r));
+}
+
+}  // namespace rpma

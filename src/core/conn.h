@@ -1,0 +1,73 @@
+// A connection (rpma_conn) and the resources it is built from. The resources exist from the
+// connection request on, so receives can be posted before the connection is established.
+#pragma once
+
+#include <librpma.h>
+
+#include <atomic>
+#include <memory>
+
+#include "core/compl_channel.h"
+#include "core/cq.h"
+#include "core/fd_queue.h"
+#include "core/peer.h"
+#include "provider/tcp/queue_pair.h"
+
+namespace rpma {
+
+class ConnCfg;
+class MrLocal;
+class MrRemote;
+class Srq;
+
+struct ConnResources {
+    static int create(Peer *peer, const ConnCfg &cfg, std::unique_ptr<ConnResources> *out);
+    ~ConnResources();
+
+    Peer *peer = nullptr;
+    Srq *srq = nullptr;
+    bool shared = false;
+    std::unique_ptr<ComplChannel> channel;      // the CQ's, or the shared one
+    std::unique_ptr<ComplChannel> rcq_channel;  // the RCQ's own when not shared
+    std::unique_ptr<Cq> cq;
+    std::unique_ptr<Cq> rcq;
+    std::unique_ptr<FdQueue<rpma_conn_event>> events;
+    std::shared_ptr<tcp::QueuePair> qp;
+};
+
+class Conn {
+public:
+    explicit Conn(std::unique_ptr<ConnResources> r) noexcept : r_(std::move(r)) {}
+
+    int event_fd() const noexcept { return r_->events->fd(); }
+    int next_event(rpma_conn_event *ev);
+    void private_data(rpma_conn_private_data *pd) const;
+    void apply_remote_peer_cfg(bool direct_write_to_pmem) noexcept {
+        direct_write_to_pmem_ = direct_write_to_pmem;
+    }
+    uint32_t qp_num() const noexcept { return r_->qp->qp_num(); }
+    Cq *cq() const noexcept { return r_->cq.get(); }
+    Cq *rcq() const noexcept { return r_->rcq.get(); }
+    bool shared_channel() const noexcept { return r_->shared; }
+    int compl_fd() const noexcept { return r_->channel->fd(); }
+    int wait(int flags, Cq **cq, bool *is_rcq);
+    int disconnect() { return r_->qp->disconnect(); }
+
+    int read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off, size_t len,
+             int flags, uint64_t wr_id);
+    int write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t src_off, size_t len,
+              int flags, uint64_t wr_id, const uint32_t *imm);
+    int atomic_write(const MrRemote *dst, size_t dst_off, const char src[8], int flags,
+                     uint64_t wr_id);
+    int flush(const MrRemote *dst, size_t dst_off, size_t len, rpma_flush_type type, int flags,
+              uint64_t wr_id);
+    int send(const MrLocal *src, size_t off, size_t len, int flags, uint64_t wr_id,
+             const uint32_t *imm);
+    int recv(MrLocal *dst, size_t off, size_t len, uint64_t wr_id);
+
+private:
+    std::unique_ptr<ConnResources> r_;
+    std::atomic<bool> direct_write_to_pmem_{false};
+};
+
+}  // namespace rpma

@@ -1,0 +1,35 @@
+#include "core/cq.h"
+
+#include <librpma.h>
+
+#include <algorithm>
+
+namespace rpma {
+
+void Cq::push(const ibv_wc &wc) {
+    {
+        std::lock_guard lk(mu_);
+        ring_.push_back(wc);
+    }
+    if (armed_.exchange(false)) channel_->notify(this);
+}
+
+int Cq::get_wc(int num_entries, ibv_wc *wc, int *got) {
+    std::lock_guard lk(mu_);
+    if (ring_.empty()) return RPMA_E_NO_COMPLETION;
+    int n = std::min<int>(num_entries, static_cast<int>(ring_.size()));
+    std::copy_n(ring_.begin(), n, wc);
+    ring_.erase(ring_.begin(), ring_.begin() + n);
+    if (got) *got = n;
+    return 0;
+}
+
+int Cq::wait() {
+    if (shared_) return RPMA_E_SHARED_CHANNEL;
+    Cq *fired = channel_->wait();
+    if (!fired) return RPMA_E_NO_COMPLETION;
+    fired->arm();
+    return 0;
+}
+
+}  // namespace rpma

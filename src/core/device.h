@@ -1,0 +1,31 @@
+// A tcp "device": one local IP address. The library owns the ibv_context handed out for it, as
+// upstream's rdma_cm does; the context is only a token that rpma_peer_new maps back here.
+#pragma once
+
+#include <librpma.h>
+#include <sys/socket.h>
+
+#include <string>
+
+namespace rpma {
+
+class Device {
+public:
+    // rpma_utils_get_ibv_context: the device owning addr (LOCAL) or routing to it (REMOTE).
+    static int lookup(const char *addr, rpma_util_ibv_context_type type, ibv_context **out);
+    // The device behind a context this library handed out, or nullptr.
+    static Device *from_context(const ibv_context *ctx) noexcept;
+
+    const std::string &address() const noexcept { return address_; }
+    ibv_context *context() noexcept { return &ctx_; }
+
+    Device(const sockaddr_storage &ss, std::string address);
+
+private:
+    ibv_context ctx_{};  // first member: from_context relies on the layout
+    ibv_device dev_{};
+    sockaddr_storage ss_{};
+    std::string address_;
+};
+
+}  // namespace rpma

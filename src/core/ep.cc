@@ -1,0 +1,34 @@
+#include "core/ep.h"
+
+#include "core/conn_req.h"
+
+namespace rpma {
+
+int Ep::listen(Peer *peer, const char *addr, const char *port, Ep **out) {
+    tcp::Engine *engine = peer->engine();
+    if (!engine) return RPMA_E_PROVIDER;
+    std::shared_ptr<tcp::Listener> l;
+    int ret = tcp::Listener::create(engine, addr, port, &l);
+    if (ret) return ret;
+    auto *ep = new (std::nothrow) Ep(peer, l);
+    if (!ep) {
+        l->close();
+        return RPMA_E_NOMEM;
+    }
+    peer->ref();
+    *out = ep;
+    return 0;
+}
+
+Ep::~Ep() {
+    l_->close();
+    peer_->unref();
+}
+
+int Ep::next_conn_req(const ConnCfg &cfg, ConnReq **out) {
+    auto in = l_->requests().pop();
+    if (!in) return RPMA_E_NO_EVENT;
+    return ConnReq::incoming(peer_, std::move(*in), cfg, out);
+}
+
+}  // namespace rpma

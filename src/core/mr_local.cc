@@ -1,0 +1,79 @@
+#include "core/mr_local.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/mr_descriptor.h"
+
+namespace rpma {
+
+int MrLocal::reg(Peer *peer, void *ptr, size_t size, int usage, MrLocal **out) {
+    if (usage == 0 || (usage & ~kAllUsage)) {
+        RPMA_LOG_ERROR("invalid usage 0x%x", usage);
+        return RPMA_E_INVAL;
+    }
+    auto region = peer->mrs().add(static_cast<char *>(ptr), size, usage);
+    auto *mr = new (std::nothrow) MrLocal(peer, region);
+    if (!mr) {
+        peer->mrs().remove(region->rkey());
+        return RPMA_E_NOMEM;
+    }
+    peer->ref();
+    *out = mr;
+    return 0;
+}
+
+MrLocal::~MrLocal() {
+    // Remote accesses that already found the region finish before the memory is given back.
+    peer_->mrs().remove(region_->rkey());
+    region_->kill();
+    peer_->unref();
+}
+
+void MrLocal::descriptor(void *out) const noexcept {
+    MrDescriptor d{reinterpret_cast<uintptr_t>(region_->addr()), region_->size(), region_->rkey(),
+                   static_cast<uint8_t>(region_->usage())};
+    encode_mr_descriptor(d, out);
+}
+
+int MrLocal::advise(size_t offset, size_t len, int advice, uint32_t flags) const {
+    if (offset > size() || len > size() - offset) {
+        RPMA_LOG_ERROR("advice range [%zu, +%zu) outside the region of %zu bytes", offset, len,
+                       size());
+        return RPMA_E_INVAL;
+    }
+    if (flags & ~static_cast<uint32_t>(IBV_ADVISE_MR_FLAG_FLUSH)) {
+        RPMA_LOG_ERROR("invalid advice flags 0x%x", flags);
+        return RPMA_E_INVAL;
+    }
+    switch (advice) {
+        case IBV_ADVISE_MR_ADVICE_PREFETCH:
+        case IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT:
+            break;
+        case IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE:
+            if (!(usage() & (RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_DST |
+                             RPMA_MR_USAGE_RECV))) {
+                RPMA_LOG_ERROR("PREFETCH_WRITE advice on a region that is never written");
+                return RPMA_E_INVAL;
+            }
+            break;
+        default:
+            RPMA_LOG_ERROR("unknown advice %d", advice);
+            return RPMA_E_NOSUPP;
+    }
+    if (len == 0) return 0;
+    // Software transport: prefetching means faulting the pages in ahead of the traffic.
+    uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    uintptr_t start = reinterpret_cast<uintptr_t>(ptr()) + offset;
+    uintptr_t end = start + len;
+    start &= ~(page - 1);
+    if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) return 0;  // never faults: nothing to do
+    if (::madvise(reinterpret_cast<void *>(start), end - start, MADV_WILLNEED) != 0) {
+        RPMA_LOG_ERROR("madvise: %m");
+        return RPMA_E_PROVIDER;
+    }
+    return 0;
+}
+
+}  // namespace rpma

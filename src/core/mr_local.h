@@ -1,0 +1,36 @@
+// A local memory registration (rpma_mr_local).
+#pragma once
+
+#include <memory>
+
+#include "core/peer.h"
+#include "core/region.h"
+
+namespace rpma {
+
+class MrLocal {
+public:
+    static int reg(Peer *peer, void *ptr, size_t size, int usage, MrLocal **out);
+    ~MrLocal();
+
+    Peer *peer() const noexcept { return peer_; }
+    const std::shared_ptr<Region> &region() const noexcept { return region_; }
+    char *ptr() const noexcept { return region_->addr(); }
+    size_t size() const noexcept { return region_->size(); }
+    int usage() const noexcept { return region_->usage(); }
+    void descriptor(void *out) const noexcept;
+    int advise(size_t offset, size_t len, int advice, uint32_t flags) const;
+
+private:
+    MrLocal(Peer *peer, std::shared_ptr<Region> r) noexcept : peer_(peer), region_(std::move(r)) {}
+    Peer *peer_;
+    std::shared_ptr<Region> region_;
+};
+
+constexpr int kAllUsage = RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_READ_DST |
+                          RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_WRITE_DST |
+                          RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
+                          RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT | RPMA_MR_USAGE_SEND |
+                          RPMA_MR_USAGE_RECV;
+
+}  // namespace rpma

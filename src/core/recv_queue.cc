@@ -1,0 +1,51 @@
+#include "core/recv_queue.h"
+
+#include <librpma.h>
+
+#include "core/log.h"
+
+namespace rpma {
+
+int RecvQueue::post(PostedRecv r) {
+    std::vector<std::weak_ptr<RecvWaiter>> wake;
+    {
+        std::lock_guard lk(mu_);
+        if (q_.size() >= capacity_) {
+            RPMA_LOG_ERROR("receive queue full (%u entries)", capacity_);
+            return RPMA_E_PROVIDER;
+        }
+        q_.push_back(std::move(r));
+        wake.swap(waiters_);
+    }
+    for (auto &w : wake)
+        if (auto p = w.lock()) p->recv_posted();
+    return 0;
+}
+
+std::optional<PostedRecv> RecvQueue::take() {
+    std::lock_guard lk(mu_);
+    if (q_.empty()) return std::nullopt;
+    PostedRecv r = std::move(q_.front());
+    q_.pop_front();
+    return r;
+}
+
+std::optional<PostedRecv> RecvQueue::take_or_wait(std::weak_ptr<RecvWaiter> w) {
+    std::lock_guard lk(mu_);
+    if (q_.empty()) {
+        waiters_.push_back(std::move(w));
+        return std::nullopt;
+    }
+    PostedRecv r = std::move(q_.front());
+    q_.pop_front();
+    return r;
+}
+
+std::deque<PostedRecv> RecvQueue::drain() {
+    std::lock_guard lk(mu_);
+    std::deque<PostedRecv> out;
+    out.swap(q_);
+    return out;
+}
+
+}  // namespace rpma

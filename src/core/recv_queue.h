@@ -1,0 +1,48 @@
+// Posted receives: an unordered set (SPEC), taken by incoming sends. A responder that finds it
+// empty waits (infinite RNR retry) and registers as a waiter to be resumed by the next post.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "core/region.h"
+
+namespace rpma {
+
+class Cq;
+
+struct PostedRecv {
+    std::shared_ptr<Region> region;  // null for a 0-byte receive
+    char *ptr = nullptr;
+    uint32_t len = 0;
+    uint64_t wr_id = 0;
+};
+
+class RecvWaiter {
+public:
+    virtual ~RecvWaiter() = default;
+    virtual void recv_posted() = 0;
+};
+
+class RecvQueue {
+public:
+    explicit RecvQueue(uint32_t capacity) noexcept : capacity_(capacity) {}
+    // RPMA_E_PROVIDER when full, as ibv_post_recv would fail.
+    int post(PostedRecv r);
+    std::optional<PostedRecv> take();
+    // Takes one receive, or registers w to be told when one is posted.
+    std::optional<PostedRecv> take_or_wait(std::weak_ptr<RecvWaiter> w);
+    std::deque<PostedRecv> drain();
+
+private:
+    uint32_t capacity_;
+    std::mutex mu_;
+    std::deque<PostedRecv> q_;
+    std::vector<std::weak_ptr<RecvWaiter>> waiters_;
+};
+
+}  // namespace rpma

@@ -1,0 +1,44 @@
+#include "core/srq.h"
+
+#include "core/log.h"
+#include "core/mr_local.h"
+#include "core/srq_cfg.h"
+#include "provider/tcp/wire.h"
+
+namespace rpma {
+
+int make_recv(MrLocal *dst, size_t offset, size_t len, uint64_t wr_id, PostedRecv *out) {
+    if (!dst) {
+        *out = PostedRecv{nullptr, nullptr, 0, wr_id};
+        return 0;
+    }
+    if (offset > dst->size() || len > dst->size() - offset || len > tcp::kMaxOpLength) {
+        RPMA_LOG_ERROR("receive buffer [%zu, +%zu) outside the region of %zu bytes", offset, len,
+                       dst->size());
+        return RPMA_E_INVAL;
+    }
+    *out = PostedRecv{dst->region(), dst->ptr() + offset, static_cast<uint32_t>(len), wr_id};
+    return 0;
+}
+
+int Srq::create(Peer *peer, const SrqCfg &cfg, Srq **out) {
+    std::unique_ptr<Srq> s(new Srq(peer, cfg.rq_size()));
+    if (cfg.rcq_size() > 0) {
+        s->channel_ = std::make_unique<ComplChannel>();
+        if (!s->channel_->valid()) return RPMA_E_PROVIDER;
+        s->rcq_ = std::make_unique<Cq>(s->channel_.get(), false);
+    }
+    peer->ref();
+    *out = s.release();
+    return 0;
+}
+
+Srq::~Srq() { peer_->unref(); }
+
+int Srq::recv(MrLocal *dst, size_t offset, size_t len, uint64_t wr_id) {
+    PostedRecv r;
+    int ret = make_recv(dst, offset, len, wr_id, &r);
+    return ret ? ret : rq_.post(std::move(r));
+}
+
+}  // namespace rpma

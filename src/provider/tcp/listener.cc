@@ -1,0 +1,165 @@
+#include "provider/tcp/listener.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/log.h"
+#include "provider/tcp/queue_pair.h"
+
+namespace rpma::tcp {
+
+namespace {
+constexpr auto kHelloTimeout = std::chrono::seconds(5);
+constexpr size_t kMaxPending = 4096;  // bounds what half-open peers can make us hold
+}  // namespace
+
+int Listener::create(Engine *engine, const char *addr, const char *port,
+                     std::shared_ptr<Listener> *out) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    addrinfo *res = nullptr;
+    int rc = ::getaddrinfo(addr, port, &hints, &res);
+    if (rc != 0) {
+        RPMA_LOG_ERROR("cannot resolve %s:%s: %s", addr, port, gai_strerror(rc));
+        return RPMA_E_PROVIDER;
+    }
+    std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
+    std::shared_ptr<Listener> l(new Listener(engine));
+    int err = 0;
+    for (addrinfo *ai = res; ai; ai = ai->ai_next) {
+        Fd fd(::socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (!fd.valid()) {
+            err = errno;
+            continue;
+        }
+        int one = 1;
+        ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 ||
+            ::listen(fd.get(), SOMAXCONN) != 0) {
+            err = errno;
+            continue;
+        }
+        l->lfd_ = std::move(fd);
+        break;
+    }
+    if (!l->lfd_.valid() || !l->requests_.valid()) {
+        RPMA_LOG_ERROR("cannot listen on %s:%s: %s", addr, port, strerror(err));
+        return RPMA_E_PROVIDER;
+    }
+    l->lkey_ = engine->add(l->lfd_.get(), EPOLLIN, l);
+    if (!l->lkey_) return RPMA_E_PROVIDER;
+    *out = std::move(l);
+    return 0;
+}
+
+Listener::~Listener() = default;
+
+void Listener::close() {
+    engine_->run_sync([this] {
+        if (lkey_) engine_->remove(std::exchange(lkey_, 0));
+        for (auto &[fd, p] : pending_) engine_->remove(p.key);
+        pending_.clear();
+        halves_.clear();
+    });
+    lfd_.reset();
+    for (auto &req : requests_.drain()) QueuePair::reject(req.main);
+}
+
+void Listener::on_events(int fd, uint32_t) {
+    if (fd == lfd_.get()) {
+        accept_all();
+        return;
+    }
+    auto it = pending_.find(fd);
+    if (it != pending_.end()) read_hello(it->second);
+}
+
+void Listener::accept_all() {
+    for (;;) {
+        Fd s(::accept4(lfd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+        if (!s.valid()) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno != EAGAIN) RPMA_LOG_WARNING("accept: %m");
+            return;
+        }
+        if (pending_.size() >= kMaxPending) {
+            RPMA_LOG_WARNING("too many half-open connection requests; refusing one");
+            continue;
+        }
+        int fd = s.get();
+        Pending p;
+        p.fd = std::move(s);
+        p.deadline = Clock::now() + kHelloTimeout;
+        auto [it, ok] = pending_.emplace(fd, std::move(p));
+        it->second.key = engine_->add(fd, EPOLLIN, shared_from_this());
+        engine_->add_timer(it->second.deadline, weak_from_this());
+    }
+}
+
+void Listener::drop(int fd) {
+    auto it = pending_.find(fd);
+    if (it == pending_.end()) return;
+    engine_->remove(it->second.key);
+    pending_.erase(it);
+}
+
+void Listener::read_hello(Pending &p) {
+    char *dst = reinterpret_cast<char *>(&p.hello) + p.got;
+    // exactly the Hello: what follows belongs to the connection
+    ssize_t r = ::recv(p.fd.get(), dst, sizeof(Hello) - p.got, MSG_DONTWAIT);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    int fd = p.fd.get();
+    if (r <= 0) {
+        drop(fd);
+        return;
+    }
+    p.got += static_cast<size_t>(r);
+    if (p.got < sizeof(Hello)) return;
+    const Hello &h = p.hello;
+    bool main = h.role == static_cast<uint8_t>(StreamRole::kMain);
+    if (h.magic != kMagic || h.version != kProtocolVersion || h.pdata_len > kConnectPdataMax ||
+        (!main && h.role != static_cast<uint8_t>(StreamRole::kJoin))) {
+        RPMA_LOG_WARNING("malformed connection request; closing it");
+        drop(fd);
+        return;
+    }
+    Half &half = halves_[h.token];
+    Fd &slot = main ? half.main : half.join;
+    if (slot.valid()) {
+        RPMA_LOG_WARNING("duplicate stream for one connection request; closing it");
+        drop(fd);
+        return;
+    }
+    engine_->remove(p.key);
+    slot = std::move(p.fd);
+    if (main) {
+        half.qp_num = h.qp_num;
+        half.pdata.assign(h.pdata, h.pdata + h.pdata_len);
+    }
+    half.deadline = p.deadline;
+    uint64_t token = h.token;
+    pending_.erase(fd);
+    if (half.main.valid() && half.join.valid()) {
+        IncomingConn in{std::move(half.main), std::move(half.join), half.qp_num,
+                        std::move(half.pdata)};
+        halves_.erase(token);
+        requests_.push(std::move(in));
+    }
+}
+
+void Listener::on_timer() {
+    auto now = Clock::now();
+    std::vector<int> late;
+    for (auto &[fd, p] : pending_)
+        if (p.deadline <= now) late.push_back(fd);
+    for (int fd : late) drop(fd);
+    for (auto it = halves_.begin(); it != halves_.end();)
+        it = it->second.deadline + kHelloTimeout <= now ? halves_.erase(it) : std::next(it);
+}
+
+}  // namespace rpma::tcp

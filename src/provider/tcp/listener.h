@@ -1,0 +1,67 @@
+// The listening side of the tcp CM: accepts TCP connections, reads each one's Hello within a
+// deadline, pairs a connection's two streams by token, and queues complete requests for
+// rpma_ep_next_conn_req. Sockets that stay silent or speak nonsense are closed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/fd.h"
+#include "core/fd_queue.h"
+#include "provider/tcp/engine.h"
+#include "provider/tcp/wire.h"
+
+namespace rpma::tcp {
+
+struct IncomingConn {
+    Fd main;
+    Fd join;
+    uint32_t qp_num = 0;
+    std::vector<uint8_t> pdata;
+};
+
+class Listener final : public Handler, public std::enable_shared_from_this<Listener> {
+public:
+    static int create(Engine *engine, const char *addr, const char *port,
+                      std::shared_ptr<Listener> *out);
+    ~Listener() override;
+
+    FdQueue<IncomingConn> &requests() noexcept { return requests_; }
+    // Stops listening and refuses every request not taken yet. Not from the engine thread.
+    void close();
+
+    void on_events(int fd, uint32_t events) override;
+    void on_timer() override;
+
+private:
+    struct Pending {
+        Fd fd;
+        uint64_t key = 0;
+        Hello hello{};
+        size_t got = 0;
+        Clock::time_point deadline;
+    };
+    struct Half {
+        Fd main, join;
+        uint32_t qp_num = 0;
+        std::vector<uint8_t> pdata;
+        Clock::time_point deadline;
+    };
+
+    explicit Listener(Engine *e) noexcept : engine_(e) {}
+    void accept_all();
+    void read_hello(Pending &p);
+    void drop(int fd);
+
+    Engine *engine_;
+    Fd lfd_;
+    uint64_t lkey_ = 0;
+    FdQueue<IncomingConn> requests_;
+    // engine thread only
+    std::unordered_map<int, Pending> pending_;
+    std::unordered_map<uint64_t, Half> halves_;
+};
+
+}  // namespace rpma::tcp

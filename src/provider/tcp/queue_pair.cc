@@ -1,0 +1,960 @@
+#include "provider/tcp/queue_pair.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "core/cq.h"
+#include "core/log.h"
+#include "core/mr_table.h"
+#include "provider/tcp/persist.h"
+
+namespace rpma::tcp {
+
+namespace {
+
+constexpr size_t kStagingSize = 16 * 1024;
+constexpr size_t kDirectThreshold = 4096;  // payloads this big bypass the staging buffer
+constexpr int kMaxIov = 64;
+constexpr int kRxBudget = 64;  // reads per wake-up, so one busy stream cannot starve the rest
+constexpr auto kReplyTimeout = std::chrono::seconds(30);
+
+std::atomic<uint32_t> g_next_qp{[] {
+    std::random_device rd;
+    return (rd() & 0xffffu) << 4 | 1u;
+}()};
+
+uint64_t random_token() {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    return rng();
+}
+
+thread_local char t_discard[64 * 1024];
+
+void set_socket_options(int fd) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+bool write_all_small(int fd, const void *p, size_t n) {
+    // Only for the handshake: a fresh socket's buffer always takes a few hundred bytes.
+    ssize_t r = ::send(fd, p, n, MSG_NOSIGNAL);
+    return r == static_cast<ssize_t>(n);
+}
+
+ibv_wc_status nak_to_status(uint16_t st) {
+    switch (static_cast<NakStatus>(st)) {
+        case NakStatus::kAccess:
+            return IBV_WC_REM_ACCESS_ERR;
+        case NakStatus::kInvalidRequest:
+            return IBV_WC_REM_INV_REQ_ERR;
+        default:
+            return IBV_WC_REM_OP_ERR;
+    }
+}
+
+ibv_wc_opcode wc_opcode(Op op) {
+    switch (op) {
+        case Op::kRead:
+        case Op::kFlush:  // a flush completes as the read that implements it on RDMA
+            return IBV_WC_RDMA_READ;
+        case Op::kSend:
+        case Op::kSendImm:
+            return IBV_WC_SEND;
+        default:
+            return IBV_WC_RDMA_WRITE;
+    }
+}
+
+}  // namespace
+
+std::shared_ptr<QueuePair> QueuePair::create(Engine *engine, MrTable *mrs, const QpConfig &cfg,
+                                             FdQueue<rpma_conn_event> *events) {
+    return std::shared_ptr<QueuePair>(new QueuePair(engine, mrs, cfg, events));
+}
+
+QueuePair::QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg,
+                     FdQueue<rpma_conn_event> *events)
+    : engine_(engine),
+      mrs_(mrs),
+      cfg_(cfg),
+      events_(events),
+      qp_num_(g_next_qp.fetch_add(1) & 0xffffffu),
+      rq_(cfg.rq_size) {}
+
+QueuePair::~QueuePair() = default;
+
+// ---------------------------------------------------------------- connection management
+
+int QueuePair::connect(const sockaddr_storage &addr, socklen_t len, const void *pdata,
+                       uint8_t pdata_len) {
+    is_client_ = true;
+    main_.is_request_stream = true;
+    token_ = random_token();
+    local_pdata_.assign(static_cast<const uint8_t *>(pdata),
+                        static_cast<const uint8_t *>(pdata) + pdata_len);
+    {
+        std::lock_guard lk(cm_mu_);
+        cm_ = Cm::kConnecting;
+        deadline_ = Clock::now() + std::chrono::milliseconds(cfg_.timeout_ms);
+    }
+    for (Stream *s : {&main_, &join_}) {
+        s->fd.reset(::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (!s->fd.valid()) {
+            RPMA_LOG_ERROR("socket: %m");
+            return RPMA_E_PROVIDER;
+        }
+        set_socket_options(s->fd.get());
+        s->buf.reset(new char[kStagingSize]);
+        int r = ::connect(s->fd.get(), reinterpret_cast<const sockaddr *>(&addr), len);
+        if (r != 0 && errno != EINPROGRESS) {
+            RPMA_LOG_NOTICE("connect: %m");
+            fail_connect(errno == ECONNREFUSED ? RPMA_CONN_REJECTED : RPMA_CONN_UNREACHABLE);
+            return 0;
+        }
+    }
+    auto self = shared_from_this();
+    for (Stream *s : {&main_, &join_}) {
+        std::lock_guard lk(s->mu);
+        s->want_out = true;  // connect completion shows as writability
+        s->key = engine_->add(s->fd.get(), EPOLLOUT, self);
+        if (s->key == 0) return RPMA_E_PROVIDER;
+    }
+    engine_->add_timer(deadline_, weak_from_this());
+    return 0;
+}
+
+void QueuePair::fail_connect(rpma_conn_event ev) {
+    {
+        std::lock_guard lk(cm_mu_);
+        if (cm_ == Cm::kDone) return;
+        cm_ = Cm::kDone;
+    }
+    {
+        std::lock_guard lk(sq_mu_);
+        flush_all_locked();
+    }
+    remove_stream(main_);
+    remove_stream(join_);
+    post_event(ev);
+}
+
+void QueuePair::handshake_out(Stream &s) {
+    int err = 0;
+    socklen_t el = sizeof(err);
+    if (::getsockopt(s.fd.get(), SOL_SOCKET, SO_ERROR, &err, &el) != 0) err = errno;
+    if (err == EINPROGRESS || err == EALREADY) return;
+    if (err != 0) {
+        RPMA_LOG_NOTICE("connect: %s", strerror(err));
+        fail_connect(err == ECONNREFUSED ? RPMA_CONN_REJECTED : RPMA_CONN_UNREACHABLE);
+        return;
+    }
+    Hello h{};
+    h.magic = kMagic;
+    h.version = kProtocolVersion;
+    h.role = static_cast<uint8_t>(&s == &main_ ? StreamRole::kMain : StreamRole::kJoin);
+    h.token = token_;
+    h.qp_num = qp_num_;
+    if (&s == &main_) {
+        h.pdata_len = static_cast<uint8_t>(local_pdata_.size());
+        std::memcpy(h.pdata, local_pdata_.data(), local_pdata_.size());
+    }
+    if (!write_all_small(s.fd.get(), &h, sizeof(h))) {
+        RPMA_LOG_NOTICE("sending the connection request failed: %m");
+        fail_connect(RPMA_CONN_UNREACHABLE);
+        return;
+    }
+    {
+        std::lock_guard lk(s.mu);
+        s.connected = true;
+        s.want_out = false;
+        s.rx_on = true;
+        update_mask(s);
+    }
+    std::lock_guard lk(cm_mu_);
+    if (cm_ == Cm::kConnecting && main_.connected && join_.connected) {
+        cm_ = Cm::kAwaitReply;
+        deadline_ = Clock::now() + kReplyTimeout;
+        engine_->add_timer(deadline_, weak_from_this());
+    }
+}
+
+void QueuePair::handshake_in() {
+    char *p = reinterpret_cast<char *>(&reply_) + reply_got_;
+    ssize_t r = ::recv(main_.fd.get(), p, sizeof(reply_) - reply_got_, MSG_DONTWAIT);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (r <= 0) {
+        RPMA_LOG_NOTICE("the server closed the connection before answering");
+        fail_connect(RPMA_CONN_REJECTED);
+        return;
+    }
+    reply_got_ += static_cast<size_t>(r);
+    if (reply_got_ < sizeof(reply_)) return;
+    if (reply_.magic != kMagic || reply_.pdata_len > kAcceptPdataMax ||
+        (reply_.kind != static_cast<uint8_t>(ReplyKind::kAccept) &&
+         reply_.kind != static_cast<uint8_t>(ReplyKind::kReject))) {
+        RPMA_LOG_ERROR("malformed answer to the connection request");
+        fail_connect(RPMA_CONN_LOST);
+        return;
+    }
+    if (reply_.kind == static_cast<uint8_t>(ReplyKind::kReject)) {
+        fail_connect(RPMA_CONN_REJECTED);
+        return;
+    }
+    remote_qp_ = reply_.qp_num;
+    remote_pdata_.assign(reply_.pdata, reply_.pdata + reply_.pdata_len);
+    {
+        std::lock_guard lk(cm_mu_);
+        if (cm_ != Cm::kAwaitReply) return;
+        cm_ = Cm::kEstablished;
+    }
+    post_event(RPMA_CONN_ESTABLISHED);
+}
+
+int QueuePair::accept(Fd main, Fd join, uint32_t remote_qp,
+                      const std::vector<uint8_t> &client_pdata, const void *pdata,
+                      uint8_t pdata_len) {
+    is_client_ = false;
+    join_.is_request_stream = true;
+    remote_qp_ = remote_qp;
+    remote_pdata_ = client_pdata;
+    main_.fd = std::move(main);
+    join_.fd = std::move(join);
+    Reply rep{};
+    rep.magic = kMagic;
+    rep.kind = static_cast<uint8_t>(ReplyKind::kAccept);
+    rep.pdata_len = pdata_len;
+    rep.qp_num = qp_num_;
+    if (pdata_len) std::memcpy(rep.pdata, pdata, pdata_len);
+    if (!write_all_small(main_.fd.get(), &rep, sizeof(rep))) {
+        RPMA_LOG_ERROR("sending the accept failed: %m");
+        return RPMA_E_PROVIDER;
+    }
+    {
+        std::lock_guard lk(cm_mu_);
+        cm_ = Cm::kEstablished;
+    }
+    auto self = shared_from_this();
+    for (Stream *s : {&main_, &join_}) {
+        set_socket_options(s->fd.get());
+        s->buf.reset(new char[kStagingSize]);
+        std::lock_guard lk(s->mu);
+        s->connected = true;
+        s->rx_on = true;
+        s->key = engine_->add(s->fd.get(), EPOLLIN | EPOLLRDHUP, self);
+        if (s->key == 0) return RPMA_E_PROVIDER;
+    }
+    post_event(RPMA_CONN_ESTABLISHED);
+    return 0;
+}
+
+void QueuePair::reject(Fd &main) {
+    Reply rep{};
+    rep.magic = kMagic;
+    rep.kind = static_cast<uint8_t>(ReplyKind::kReject);
+    write_all_small(main.get(), &rep, sizeof(rep));
+}
+
+void QueuePair::on_timer() {
+    Cm cm;
+    Clock::time_point dl;
+    {
+        std::lock_guard lk(cm_mu_);
+        cm = cm_;
+        dl = deadline_;
+    }
+    if ((cm == Cm::kConnecting || cm == Cm::kAwaitReply) && Clock::now() >= dl) {
+        RPMA_LOG_NOTICE("connection set-up timed out");
+        fail_connect(RPMA_CONN_UNREACHABLE);
+    }
+}
+
+void QueuePair::remove_stream(Stream &s) {
+    uint64_t key;
+    {
+        std::lock_guard lk(s.mu);
+        key = std::exchange(s.key, 0);
+    }
+    if (key) engine_->remove(key);
+}
+
+void QueuePair::close() {
+    remove_stream(main_);
+    remove_stream(join_);
+    std::lock_guard lk(sq_mu_);
+    error_ = true;
+}
+
+void QueuePair::lost(const char *why) {
+    {
+        std::lock_guard lk(cm_mu_);
+        if (cm_ == Cm::kDone) return;
+        cm_ = Cm::kDone;
+    }
+    RPMA_LOG_NOTICE("connection lost: %s", why);
+    {
+        std::lock_guard lk(sq_mu_);
+        flush_all_locked();
+    }
+    remove_stream(main_);
+    remove_stream(join_);
+    post_event(RPMA_CONN_LOST);
+}
+
+void QueuePair::send_disconnect() {
+    // cm_mu_ held by the caller
+    disc_sent_ = true;
+    FrameHeader h{};
+    h.op = static_cast<uint8_t>(Op::kDisconnect);
+    for (Stream *s : {&main_, &join_}) send_frame(*s, h);
+}
+
+int QueuePair::disconnect() {
+    std::lock_guard lk(cm_mu_);
+    if (cm_ != Cm::kEstablished || disc_sent_) return 0;
+    send_disconnect();
+    return 0;
+}
+
+void QueuePair::maybe_closed() {
+    {
+        std::lock_guard lk(cm_mu_);
+        if (cm_ != Cm::kEstablished) return;
+        if (!disc_sent_) send_disconnect();  // answer the peer's disconnect, as a DREP would
+        if (!(main_.disc_rx && join_.disc_rx)) return;
+        cm_ = Cm::kDone;
+    }
+    {
+        std::lock_guard lk(sq_mu_);
+        flush_all_locked();
+    }
+    for (Stream *s : {&main_, &join_}) {
+        bool idle;
+        {
+            std::lock_guard lk(s->mu);
+            idle = s->txq.empty();
+        }
+        if (idle) remove_stream(*s);  // else the engine removes it once the queue drains
+    }
+    post_event(RPMA_CONN_CLOSED);
+}
+
+// ---------------------------------------------------------------- transmit
+
+void QueuePair::enqueue(Stream &s, const TxItem &item) { s.txq.push_back(item); }
+
+void QueuePair::update_mask(Stream &s) {
+    if (!s.key) return;
+    uint32_t m = 0;
+    if (s.rx_on) m |= s.stalled ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
+    if (s.want_out) m |= EPOLLOUT;
+    engine_->modify(s.fd.get(), s.key, m);
+}
+
+bool QueuePair::flush_tx(Stream &s) {
+    while (!s.txq.empty()) {
+        iovec iov[kMaxIov];
+        Region *held[kMaxIov];
+        int niov = 0, nheld = 0;
+        bool ok = true;
+        size_t off = s.tx_off;
+        for (auto it = s.txq.begin(); it != s.txq.end() && niov + 2 <= kMaxIov; ++it) {
+            if (off < kHeaderSize) {
+                iov[niov++] = {reinterpret_cast<char *>(&it->hdr) + off, kHeaderSize - off};
+                off = 0;
+            } else {
+                off -= kHeaderSize;
+            }
+            if (it->len > off) {
+                if (it->guard) {
+                    if (!it->guard->acquire()) {
+                        ok = false;  // the region was deregistered under an answer in flight
+                        break;
+                    }
+                    held[nheld++] = it->guard.get();
+                }
+                iov[niov++] = {const_cast<char *>(it->data) + off, it->len - off};
+            }
+            off = 0;
+        }
+        ssize_t n = -1;
+        if (ok) {
+            msghdr msg{};
+            msg.msg_iov = iov;
+            msg.msg_iovlen = static_cast<size_t>(niov);
+            n = ::sendmsg(s.fd.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+        int err = errno;
+        for (int i = 0; i < nheld; ++i) held[i]->release();
+        if (!ok) {
+            RPMA_LOG_ERROR("a region was deregistered while the remote side read it");
+            return false;
+        }
+        if (n < 0) {
+            if (err == EINTR) continue;
+            if (err == EAGAIN) {
+                if (!s.want_out) {
+                    s.want_out = true;
+                    update_mask(s);
+                }
+                return true;
+            }
+            return false;
+        }
+        size_t done = static_cast<size_t>(n);
+        while (done > 0) {
+            size_t left = kHeaderSize + s.txq.front().len - s.tx_off;
+            if (done >= left) {
+                done -= left;
+                s.txq.pop_front();
+                s.tx_off = 0;
+            } else {
+                s.tx_off += done;
+                done = 0;
+            }
+        }
+    }
+    if (s.want_out) {
+        s.want_out = false;
+        update_mask(s);
+    }
+    return true;
+}
+
+void QueuePair::send_frame(Stream &s, const FrameHeader &h) {
+    std::lock_guard lk(s.mu);
+    enqueue(s, TxItem{h, nullptr, 0, nullptr});
+    flush_tx(s);  // a broken stream shows up on the receive side as well
+}
+
+int QueuePair::post_send(const SendWr &wr) {
+    std::lock_guard lk(sq_mu_);
+    Cm cm;
+    bool disc;
+    {
+        std::lock_guard clk(cm_mu_);
+        cm = cm_;
+        disc = disc_sent_;
+    }
+    if (cm == Cm::kIdle || cm == Cm::kConnecting || cm == Cm::kAwaitReply) {
+        RPMA_LOG_ERROR("the connection is not established yet");
+        return RPMA_E_PROVIDER;
+    }
+    if (error_ || cm == Cm::kDone || disc) {
+        // as verbs: a QP in the error state takes the request and flushes it
+        push_send_wc(Outstanding{0, wr.wr_id, wr.op, wr.signaled, nullptr, 0, nullptr},
+                     IBV_WC_WR_FLUSH_ERR, 0);
+        return 0;
+    }
+    if (outstanding_.size() + unreclaimed_ >= cfg_.sq_size) {
+        RPMA_LOG_ERROR("send queue full (%u entries); signal a completion more often",
+                       cfg_.sq_size);
+        return RPMA_E_PROVIDER;
+    }
+    uint64_t seq = next_seq_++;
+    outstanding_.push_back(
+        Outstanding{seq, wr.wr_id, wr.op, wr.signaled,
+                    wr.op == Op::kRead ? wr.local : nullptr, wr.len, wr.local_region});
+    FrameHeader h{};
+    h.op = static_cast<uint8_t>(wr.op);
+    h.flags = wr.flags;
+    h.imm = wr.imm;
+    h.length = wr.len;
+    h.rkey = wr.rkey;
+    h.addr = wr.raddr;
+    h.aux = wr.value;
+    bool carries = wr.op == Op::kWrite || wr.op == Op::kWriteImm || wr.op == Op::kSend ||
+                   wr.op == Op::kSendImm;
+    Stream &s = req();
+    std::lock_guard tlk(s.mu);
+    enqueue(s, TxItem{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr});
+    flush_tx(s);
+    return 0;
+}
+
+int QueuePair::post_recv(PostedRecv r) {
+    if (cfg_.srq) {
+        RPMA_LOG_ERROR("the connection receives through a shared RQ; use rpma_srq_recv");
+        return RPMA_E_PROVIDER;
+    }
+    bool err;
+    {
+        std::lock_guard lk(sq_mu_);
+        err = error_;
+    }
+    if (err) {
+        push_recv_wc(r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0);
+        return 0;
+    }
+    return rq_.post(std::move(r));
+}
+
+// ---------------------------------------------------------------- completions
+
+void QueuePair::push_send_wc(const Outstanding &o, ibv_wc_status st, uint32_t len) {
+    if (st == IBV_WC_SUCCESS && !o.signaled) return;
+    ibv_wc wc{};
+    wc.wr_id = o.wr_id;
+    wc.status = st;
+    wc.opcode = wc_opcode(o.op);
+    wc.byte_len = (st == IBV_WC_SUCCESS && o.op == Op::kRead) ? len : 0;
+    wc.qp_num = qp_num_;
+    wc.src_qp = remote_qp_;
+    cfg_.cq->push(wc);
+}
+
+void QueuePair::push_recv_wc(const PostedRecv &r, ibv_wc_status st, ibv_wc_opcode op,
+                             uint32_t len, bool with_imm, uint32_t imm) {
+    ibv_wc wc{};
+    wc.wr_id = r.wr_id;
+    wc.status = st;
+    wc.opcode = op;
+    wc.byte_len = len;
+    wc.qp_num = qp_num_;
+    wc.src_qp = remote_qp_;
+    if (with_imm) {
+        wc.wc_flags = IBV_WC_WITH_IMM;
+        wc.imm_data = htonl(imm);
+    }
+    cfg_.recv_cq->push(wc);
+}
+
+void QueuePair::complete_front(ibv_wc_status st, uint32_t len) {
+    Outstanding o = std::move(outstanding_.front());
+    outstanding_.pop_front();
+    if (o.signaled)
+        unreclaimed_ = 0;
+    else
+        ++unreclaimed_;
+    push_send_wc(o, st, len);
+}
+
+void QueuePair::complete_upto(uint64_t seq) {
+    while (!outstanding_.empty() && outstanding_.front().seq <= seq)
+        complete_front(IBV_WC_SUCCESS, outstanding_.front().len);
+}
+
+void QueuePair::flush_all_locked() {
+    error_ = true;
+    while (!outstanding_.empty()) complete_front(IBV_WC_WR_FLUSH_ERR, 0);
+    unreclaimed_ = 0;
+    for (auto &r : rq_.drain()) push_recv_wc(r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0);
+}
+
+// ---------------------------------------------------------------- receive
+
+void QueuePair::on_events(int fd, uint32_t events) {
+    Stream &s = fd == main_.fd.get() ? main_ : join_;
+    if (s.fd.get() != fd) return;
+    Cm cm;
+    {
+        std::lock_guard lk(cm_mu_);
+        cm = cm_;
+    }
+    if (cm == Cm::kConnecting || (cm == Cm::kAwaitReply && !s.connected)) {
+        if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) handshake_out(s);
+        return;
+    }
+    if (cm == Cm::kAwaitReply) {
+        if (&s == &main_)
+            handshake_in();
+        else if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            remove_stream(s);  // the main stream reports the outcome
+        return;
+    }
+    if (cm == Cm::kDone || cm == Cm::kIdle) {
+        std::lock_guard lk(s.mu);
+        if ((events & EPOLLOUT) && flush_tx(s) && !s.txq.empty()) return;
+        uint64_t key = std::exchange(s.key, 0);
+        if (key) engine_->remove(key);
+        return;
+    }
+    if (events & EPOLLOUT) {
+        std::lock_guard lk(s.mu);
+        if (!flush_tx(s)) {
+            lost("send failed");
+            return;
+        }
+    }
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        if (s.stalled && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+            lost("the peer went away while its send waited for a receive");
+            return;
+        }
+        read_stream(s);
+    }
+}
+
+void QueuePair::recv_posted() {
+    engine_->post([w = weak_from_this()] {
+        auto self = w.lock();
+        if (!self || !self->resp().stalled) return;
+        self->resp().stalled = false;
+        {
+            std::lock_guard lk(self->resp().mu);
+            self->update_mask(self->resp());
+        }
+        self->read_stream(self->resp());
+    });
+}
+
+void QueuePair::nak(uint64_t seq, NakStatus st) {
+    FrameHeader h{};
+    h.op = static_cast<uint8_t>(Op::kNak);
+    h.status = static_cast<uint16_t>(st);
+    h.aux = seq;
+    resp_acked_ = seq;
+    resp_error_ = true;
+    send_frame(resp(), h);
+    // The responder's QP goes to the error state too, as an RC QP does.
+    std::lock_guard lk(sq_mu_);
+    flush_all_locked();
+}
+
+QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
+    if (!is_request(h.op)) {
+        if (h.op == static_cast<uint8_t>(Op::kDisconnect)) {
+            s.disc_rx = true;
+            return Step::kStop;
+        }
+        RPMA_LOG_ERROR("unexpected opcode %u on the request stream", h.op);
+        return Step::kFatal;
+    }
+    Op op = static_cast<Op>(h.op);
+    if (h.length > kMaxOpLength) {
+        RPMA_LOG_ERROR("request of %u bytes exceeds the limit", h.length);
+        return Step::kFatal;
+    }
+    bool carries = op == Op::kWrite || op == Op::kWriteImm || op == Op::kSend ||
+                   op == Op::kSendImm;
+    auto discard_payload = [&] {
+        if (carries) {
+            s.payload = Payload::kDiscard;
+            s.remaining = s.payload_len = h.length;
+        }
+        return Step::kContinue;
+    };
+    // In the error state requests are dropped; the stream is read on to its disconnect.
+    if (resp_error_) return discard_payload();
+    uint64_t seq = resp_seq_ + 1;
+    std::shared_ptr<Region> region;
+    auto check = [&](int need) -> bool {
+        if (h.length == 0 && op != Op::kAtomicWrite) return true;  // 0-byte: no memory touched
+        region = mrs_->find(h.rkey);
+        return region && (region->usage() & need) && region->contains(h.addr, h.length);
+    };
+    switch (op) {
+        case Op::kWrite:
+        case Op::kWriteImm: {
+            if (!check(RPMA_MR_USAGE_WRITE_DST)) {
+                nak(seq, NakStatus::kAccess);
+                return discard_payload();
+            }
+            if (op == Op::kWriteImm) {
+                RecvQueue *q = cfg_.srq ? cfg_.srq : &rq_;
+                cur_recv_ = q->take_or_wait(weak_from_this());
+                if (!cur_recv_) return Step::kStall;
+                cur_imm_ = h.imm;
+                cur_has_imm_ = true;
+            }
+            resp_seq_ = seq;
+            s.payload = op == Op::kWrite ? Payload::kWrite : Payload::kWriteImm;
+            s.dst = region ? reinterpret_cast<char *>(h.addr) : nullptr;
+            s.dst_region = region;
+            s.remaining = s.payload_len = h.length;
+            return Step::kContinue;
+        }
+        case Op::kSend:
+        case Op::kSendImm: {
+            RecvQueue *q = cfg_.srq ? cfg_.srq : &rq_;
+            cur_recv_ = q->take_or_wait(weak_from_this());
+            if (!cur_recv_) return Step::kStall;
+            resp_seq_ = seq;
+            cur_has_imm_ = op == Op::kSendImm;
+            cur_imm_ = h.imm;
+            if (h.length > cur_recv_->len) {
+                RPMA_LOG_WARNING("message of %u bytes for a receive buffer of %u", h.length,
+                                 cur_recv_->len);
+                push_recv_wc(*cur_recv_, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, false, 0);
+                cur_recv_.reset();
+                nak(seq, NakStatus::kInvalidRequest);
+                return discard_payload();
+            }
+            s.payload = Payload::kSend;
+            s.dst = cur_recv_->ptr;
+            s.dst_region = cur_recv_->region;
+            s.remaining = s.payload_len = h.length;
+            return Step::kContinue;
+        }
+        case Op::kRead: {
+            if (!check(RPMA_MR_USAGE_READ_SRC)) {
+                nak(seq, NakStatus::kAccess);
+                return Step::kContinue;
+            }
+            resp_seq_ = seq;
+            resp_acked_ = seq;
+            FrameHeader r{};
+            r.op = static_cast<uint8_t>(Op::kReadResp);
+            r.length = h.length;
+            r.aux = seq;
+            std::lock_guard lk(resp().mu);
+            enqueue(resp(), TxItem{r, h.length ? reinterpret_cast<char *>(h.addr) : nullptr,
+                                   h.length, region});
+            if (resp().txq.size() >= kMaxIov / 2 && !flush_tx(resp())) return Step::kFatal;
+            return Step::kContinue;
+        }
+        case Op::kAtomicWrite: {
+            if (h.length != 8 || (h.addr & 7) || !check(RPMA_MR_USAGE_WRITE_DST)) {
+                nak(seq, h.length != 8 || (h.addr & 7) ? NakStatus::kInvalidRequest
+                                                       : NakStatus::kAccess);
+                return Step::kContinue;
+            }
+            RegionUse use(region.get());
+            if (!use.ok()) {
+                nak(seq, NakStatus::kAccess);
+                return Step::kContinue;
+            }
+            // one aligned 8-byte store: a concurrent reader sees the old or the new value
+            std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(h.addr))
+                .store(h.aux, std::memory_order_release);
+            resp_seq_ = seq;
+            return Step::kContinue;
+        }
+        case Op::kFlush: {
+            int need = (h.flags & kFlushPersistent) ? RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT
+                                                    : RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY;
+            if (!check(need)) {
+                nak(seq, NakStatus::kAccess);
+                return Step::kContinue;
+            }
+            if ((h.flags & kFlushPersistent) && h.length) {
+                RegionUse use(region.get());
+                if (!use.ok() || persist_range(reinterpret_cast<char *>(h.addr), h.length) != 0) {
+                    nak(seq, NakStatus::kOperation);
+                    return Step::kContinue;
+                }
+            }
+            resp_seq_ = seq;
+            return Step::kContinue;
+        }
+        default:
+            return Step::kFatal;
+    }
+}
+
+QueuePair::Step QueuePair::completer_header(Stream &s, const FrameHeader &h) {
+    Op op = static_cast<Op>(h.op);
+    if (op == Op::kDisconnect) {
+        s.disc_rx = true;
+        return Step::kStop;
+    }
+    if (op != Op::kAck && op != Op::kReadResp && op != Op::kNak) {
+        RPMA_LOG_ERROR("unexpected opcode %u on the answer stream", h.op);
+        return Step::kFatal;
+    }
+    std::lock_guard lk(sq_mu_);
+    uint64_t seq = h.aux;
+    if (seq == 0 || seq >= next_seq_) {
+        RPMA_LOG_ERROR("answer for request %llu that was never sent",
+                       static_cast<unsigned long long>(seq));
+        return Step::kFatal;
+    }
+    if (h.length > kMaxOpLength) return Step::kFatal;
+    if (error_) {
+        // flushed already; only a read's data must still be skipped
+        if (op == Op::kReadResp) {
+            s.payload = Payload::kDiscard;
+            s.remaining = s.payload_len = h.length;
+        }
+        return Step::kContinue;
+    }
+    // Everything before an answer is done: RC executes in order.
+    uint64_t upto = op == Op::kAck ? seq : seq - 1;
+    while (!outstanding_.empty() && outstanding_.front().seq <= upto) {
+        if (outstanding_.front().op == Op::kRead) {
+            RPMA_LOG_ERROR("a read was acknowledged without its data");
+            return Step::kFatal;
+        }
+        complete_front(IBV_WC_SUCCESS, 0);
+    }
+    if (op == Op::kAck) return Step::kContinue;
+    if (outstanding_.empty() || outstanding_.front().seq != seq) return Step::kFatal;
+    if (op == Op::kNak) {
+        complete_front(nak_to_status(h.status), 0);
+        flush_all_locked();
+        return Step::kContinue;
+    }
+    Outstanding &o = outstanding_.front();
+    if (o.op != Op::kRead || h.length != o.len) {
+        RPMA_LOG_ERROR("read answer does not match the request");
+        return Step::kFatal;
+    }
+    s.payload = Payload::kReadResp;
+    s.dst = o.dst;
+    s.dst_region = o.dst_region;
+    s.remaining = s.payload_len = h.length;
+    return Step::kContinue;
+}
+
+void QueuePair::payload_done(Stream &s) {
+    Payload p = s.payload;
+    bool failed = s.failed;
+    s.payload = Payload::kNone;
+    s.rx = Rx::kHeader;
+    s.dst = nullptr;
+    s.dst_region.reset();
+    s.failed = false;
+    uint32_t len = static_cast<uint32_t>(s.payload_len);
+    switch (p) {
+        case Payload::kWriteImm:
+        case Payload::kSend:
+            if (cur_recv_) {
+                ibv_wc_opcode op = p == Payload::kSend ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM;
+                push_recv_wc(*cur_recv_, failed ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS, op, len,
+                             cur_has_imm_, cur_imm_);
+                cur_recv_.reset();
+            }
+            break;
+        case Payload::kReadResp: {
+            std::lock_guard lk(sq_mu_);
+            if (!error_ && !outstanding_.empty())
+                complete_front(failed ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS, len);
+            break;
+        }
+        default:
+            break;
+    }
+    if (failed && p == Payload::kWrite) RPMA_LOG_WARNING("write target deregistered mid-write");
+}
+
+QueuePair::Step QueuePair::rx_payload(Stream &s) {
+    // bytes already staged
+    size_t staged = s.tail - s.head;
+    if (staged && s.remaining) {
+        size_t take = static_cast<size_t>(std::min<uint64_t>(staged, s.remaining));
+        if (s.dst && !s.failed) {
+            RegionUse use(s.dst_region.get());
+            if (use.ok() || !s.dst_region)
+                std::memcpy(s.dst, s.buf.get() + s.head, take);
+            else
+                s.failed = true;
+        }
+        if (s.dst) s.dst += take;
+        s.head += take;
+        s.remaining -= take;
+    }
+    if (s.remaining == 0) {
+        payload_done(s);
+        return Step::kContinue;
+    }
+    // straight from the socket into the target, with the next header behind it
+    s.head = s.tail = 0;
+    iovec iov[2];
+    size_t want = static_cast<size_t>(std::min<uint64_t>(s.remaining, SIZE_MAX / 2));
+    bool discard = !s.dst || s.failed;
+    iov[0].iov_base = discard ? t_discard : s.dst;
+    iov[0].iov_len = discard ? std::min(want, sizeof(t_discard)) : want;
+    iov[1].iov_base = s.buf.get();
+    iov[1].iov_len = s.remaining >= kDirectThreshold ? kHeaderSize : kStagingSize;
+    ssize_t n;
+    {
+        RegionUse use(discard ? nullptr : s.dst_region.get());
+        if (!discard && s.dst_region && !use.ok()) {
+            s.failed = true;
+            return Step::kContinue;
+        }
+        n = ::readv(s.fd.get(), iov, 2);
+    }
+    if (n < 0) return (errno == EAGAIN || errno == EINTR) ? Step::kBlock : Step::kFatal;
+    if (n == 0) return Step::kFatal;
+    size_t got = static_cast<size_t>(n);
+    size_t into_dst = std::min(got, iov[0].iov_len);
+    if (s.dst) s.dst += into_dst;
+    s.remaining -= into_dst;
+    s.tail = got - into_dst;
+    if (s.remaining == 0) payload_done(s);
+    return Step::kContinue;
+}
+
+void QueuePair::read_stream(Stream &s) {
+    bool responder = !s.is_request_stream;
+    int budget = kRxBudget;
+    Step st = Step::kContinue;
+    while (st == Step::kContinue) {
+        if (s.disc_rx) {
+            st = Step::kStop;
+            break;
+        }
+        if (s.rx == Rx::kPayload) {
+            st = rx_payload(s);
+            if (st == Step::kContinue && --budget <= 0) break;
+            continue;
+        }
+        if (s.tail - s.head >= kHeaderSize) {
+            FrameHeader h;
+            std::memcpy(&h, s.buf.get() + s.head, kHeaderSize);
+            st = responder ? responder_header(s, h) : completer_header(s, h);
+            if (st == Step::kStall) break;  // header stays staged for the retry
+            s.head += kHeaderSize;
+            if (st == Step::kContinue && s.payload != Payload::kNone) {
+                s.rx = Rx::kPayload;
+                if (s.remaining == 0) payload_done(s);
+            }
+            if (st == Step::kStop) break;
+            continue;
+        }
+        if (--budget <= 0) break;
+        if (s.head > 0) {
+            std::memmove(s.buf.get(), s.buf.get() + s.head, s.tail - s.head);
+            s.tail -= s.head;
+            s.head = 0;
+        }
+        ssize_t n = ::recv(s.fd.get(), s.buf.get() + s.tail, kStagingSize - s.tail, MSG_DONTWAIT);
+        if (n > 0) {
+            s.tail += static_cast<size_t>(n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        st = (n < 0 && errno == EAGAIN) ? Step::kBlock : Step::kFatal;
+    }
+    if (st == Step::kFatal) {
+        if (s.disc_rx) return;
+        lost(errno ? strerror(errno) : "protocol error");
+        return;
+    }
+    if (responder && resp_seq_ > resp_acked_ && !resp_error_) {
+        FrameHeader a{};
+        a.op = static_cast<uint8_t>(Op::kAck);
+        a.aux = resp_seq_;
+        resp_acked_ = resp_seq_;
+        std::lock_guard lk(s.mu);
+        enqueue(s, TxItem{a, nullptr, 0, nullptr});
+    }
+    {
+        std::lock_guard lk(s.mu);
+        if (!flush_tx(s)) {
+            lost("send failed");
+            return;
+        }
+        if (st == Step::kStall) {
+            s.stalled = true;
+            update_mask(s);
+        } else if (st == Step::kStop && s.rx_on) {
+            s.rx_on = false;  // end of this stream's input
+            update_mask(s);
+        }
+    }
+    if (s.disc_rx) maybe_closed();
+}
+
+}  // namespace rpma::tcp

@@ -1,0 +1,209 @@
+// A reliable-connection queue pair over two TCP streams. Each side sends its requests on one
+// stream and reads the answers from it; the other stream carries the peer's requests and our
+// answers. So a responder that waits for a receive buffer (RNR) holds back only the peer's
+// requests, never the answers to our own.
+//
+// Roles, after soft-RoCE: the requester turns posted work requests into frames (application
+// thread), the responder executes the peer's requests against registered memory (engine thread),
+// and the completer matches answers to outstanding requests and fills the CQ (engine thread).
+#pragma once
+
+#include <librpma.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "core/fd.h"
+#include "core/fd_queue.h"
+#include "core/recv_queue.h"
+#include "provider/tcp/engine.h"
+#include "provider/tcp/wire.h"
+
+namespace rpma {
+class Cq;
+class MrTable;
+}  // namespace rpma
+
+namespace rpma::tcp {
+
+struct QpConfig {
+    uint32_t sq_size = 10;
+    uint32_t rq_size = 10;
+    int timeout_ms = RPMA_DEFAULT_TIMEOUT_MS;
+    Cq *cq = nullptr;        // send-side completions
+    Cq *recv_cq = nullptr;   // receive completions (the RCQ, the SRQ's RCQ, or the CQ)
+    RecvQueue *srq = nullptr;
+};
+
+// One work request for the send queue.
+struct SendWr {
+    Op op = Op::kWrite;
+    uint64_t wr_id = 0;
+    bool signaled = true;
+    char *local = nullptr;  // source, or destination of a read
+    uint32_t len = 0;
+    std::shared_ptr<Region> local_region;  // guards the destination of a read
+    uint64_t raddr = 0;
+    uint32_t rkey = 0;
+    uint32_t imm = 0;
+    uint64_t value = 0;  // atomic write
+    uint8_t flags = 0;
+};
+
+class QueuePair final : public Handler, public RecvWaiter,
+                        public std::enable_shared_from_this<QueuePair> {
+public:
+    static std::shared_ptr<QueuePair> create(Engine *engine, MrTable *mrs, const QpConfig &cfg,
+                                             FdQueue<rpma_conn_event> *events);
+    ~QueuePair() override;
+
+    uint32_t qp_num() const noexcept { return qp_num_; }
+
+    // Client side: start connecting; the outcome arrives as an event.
+    int connect(const sockaddr_storage &addr, socklen_t len, const void *pdata, uint8_t pdata_len);
+    // Server side: take the request's two streams and accept with our private data.
+    int accept(Fd main, Fd join, uint32_t remote_qp, const std::vector<uint8_t> &client_pdata,
+               const void *pdata, uint8_t pdata_len);
+    static void reject(Fd &main);
+
+    int post_send(const SendWr &wr);
+    int post_recv(PostedRecv r);
+    int disconnect();
+    // Unhooks from the engine; once it returns no engine callback touches this object.
+    void close();
+
+    // The peer's private data: the client's on the server, the server's on the client.
+    const std::vector<uint8_t> &remote_pdata() const noexcept { return remote_pdata_; }
+
+    void on_events(int fd, uint32_t events) override;
+    void on_timer() override;
+    void recv_posted() override;
+
+private:
+    enum class Cm { kIdle, kConnecting, kAwaitReply, kEstablished, kDone };
+    enum class Rx { kHeader, kPayload };
+    enum class Payload { kNone, kWrite, kWriteImm, kSend, kReadResp, kDiscard };
+
+    struct TxItem {
+        FrameHeader hdr;
+        const char *data;
+        size_t len;
+        std::shared_ptr<Region> guard;  // responder data read straight from a region
+    };
+
+    struct Stream {
+        Fd fd;
+        uint64_t key = 0;
+        bool is_request_stream = false;  // we send requests here and read answers
+        // rx: engine thread only
+        std::unique_ptr<char[]> buf;
+        size_t head = 0, tail = 0;
+        Rx rx = Rx::kHeader;
+        Payload payload = Payload::kNone;
+        char *dst = nullptr;
+        uint64_t remaining = 0;
+        uint64_t payload_len = 0;
+        std::shared_ptr<Region> dst_region;
+        bool failed = false;  // payload target vanished: discard and fail the operation
+        bool stalled = false;
+        bool disc_rx = false;
+        bool connected = false;
+        // tx: under mu
+        std::mutex mu;
+        std::deque<TxItem> txq;
+        size_t tx_off = 0;
+        bool want_out = false;
+        bool rx_on = false;
+    };
+
+    struct Outstanding {
+        uint64_t seq;
+        uint64_t wr_id;
+        Op op;
+        bool signaled;
+        char *dst;
+        uint32_t len;
+        std::shared_ptr<Region> dst_region;
+    };
+
+    QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events);
+
+    Stream &req() noexcept { return is_client_ ? main_ : join_; }
+    Stream &resp() noexcept { return is_client_ ? join_ : main_; }
+
+    // tx
+    void enqueue(Stream &s, const TxItem &item);  // s.mu held
+    bool flush_tx(Stream &s);                      // s.mu held; false on a broken stream
+    void update_mask(Stream &s);                   // s.mu held
+    void send_frame(Stream &s, const FrameHeader &h);
+
+    // rx
+    void read_stream(Stream &s);
+    enum class Step { kContinue, kBlock, kStall, kFatal, kStop };
+    Step responder_header(Stream &s, const FrameHeader &h);
+    Step completer_header(Stream &s, const FrameHeader &h);
+    void payload_done(Stream &s);
+    Step rx_payload(Stream &s);
+
+    // completions
+    void complete_upto(uint64_t seq);                    // sq_mu_ held
+    void complete_front(ibv_wc_status st, uint32_t len);  // sq_mu_ held
+    void push_send_wc(const Outstanding &o, ibv_wc_status st, uint32_t len);
+    void push_recv_wc(const PostedRecv &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t len,
+                      bool with_imm, uint32_t imm);
+    void flush_all_locked();  // sq_mu_ held: the QP enters the error state
+    void nak(uint64_t seq, NakStatus st);
+
+    // connection management
+    void handshake_out(Stream &s);
+    void handshake_in();
+    void fail_connect(rpma_conn_event ev);
+    void lost(const char *why);
+    void maybe_closed();
+    void send_disconnect();
+    void remove_stream(Stream &s);
+    void post_event(rpma_conn_event ev) { events_->push(ev); }
+
+    Engine *engine_;
+    MrTable *mrs_;
+    QpConfig cfg_;
+    FdQueue<rpma_conn_event> *events_;
+    uint32_t qp_num_;
+    uint32_t remote_qp_ = 0;
+    bool is_client_ = false;
+    RecvQueue rq_;
+
+    std::mutex cm_mu_;  // cm_, disc_sent_
+    Cm cm_ = Cm::kIdle;
+    bool disc_sent_ = false;
+    Clock::time_point deadline_{};
+    uint64_t token_ = 0;
+    std::vector<uint8_t> local_pdata_;
+    std::vector<uint8_t> remote_pdata_;
+    Reply reply_{};
+    size_t reply_got_ = 0;
+
+    std::mutex sq_mu_;  // requester state
+    bool error_ = false;
+    uint64_t next_seq_ = 1;
+    std::deque<Outstanding> outstanding_;
+    uint32_t unreclaimed_ = 0;  // unsignaled WRs done but still holding SQ slots
+
+    // responder state (engine thread)
+    uint64_t resp_seq_ = 0;    // last request executed
+    uint64_t resp_acked_ = 0;  // last acknowledged
+    bool resp_error_ = false;
+    std::optional<PostedRecv> cur_recv_;
+    uint32_t cur_imm_ = 0;
+    bool cur_has_imm_ = false;
+
+    Stream main_;
+    Stream join_;
+};
+
+}  // namespace rpma::tcp

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * bulk.c -- 64 MiB written in odd-sized chunks with several writes in flight, flushed, read back
+ * the same way; the read-back equals the source (checksum and bytes) and the server's memory holds
+ * exactly the pattern.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "common.h"
+
+#define SIZE (64UL * 1024 * 1024)
+#define CHUNK (1024UL * 1024 - 4096 + 123) /* odd on purpose: the last chunk is shorter */
+#define WINDOW 8
+#define SEED 0xb01c
+
+static void server(const struct it_args *a) {
+    struct rpma_peer *peer = it_peer_new(a->addr, true);
+    char *buf = it_alloc(SIZE);
+    struct rpma_mr_local *mr = NULL;
+    CHECK_OK(rpma_mr_reg(
+        peer, buf, SIZE,
+        RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY,
+        &mr));
+    char desc[IT_MR_DESC_SIZE];
+    CHECK_OK(rpma_mr_get_descriptor(mr, desc));
+    struct rpma_ep *ep = NULL;
+    CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
+    it_ready();
+    struct rpma_conn_req *req = it_next_req(ep, NULL);
+    struct rpma_conn *conn = it_accept(&req, desc, sizeof(desc));
+    it_disconnect_passive(&conn, false);
+
+    long bad = it_verify(buf, SIZE, SEED);
+    if (bad >= 0) IT_FAIL("server memory differs at byte %ld", bad);
+    printf("server checksum %016llx\n", (unsigned long long)it_checksum(buf, SIZE));
+    CHECK_OK(rpma_ep_shutdown(&ep));
+    CHECK_OK(rpma_mr_dereg(&mr));
+    CHECK_OK(rpma_peer_delete(&peer));
+    free(buf);
+}
+
+/* moves the whole range in CHUNK pieces, WINDOW of them in flight, completions in order */
+static void transfer(struct rpma_conn *conn, struct rpma_cq *cq, bool write,
+                     struct rpma_mr_local *local, struct rpma_mr_remote *remote) {
+    size_t chunks = (SIZE + CHUNK - 1) / CHUNK;
+    size_t posted = 0, done = 0;
+    while (done < chunks) {
+        while (posted < chunks && posted - done < WINDOW) {
+            size_t off = posted * CHUNK;
+            size_t len = SIZE - off < CHUNK ? SIZE - off : CHUNK;
+            void *ctx = (void *)(uintptr_t)(0x10000 + posted);
+            if (write)
+                CHECK_OK(
+                    rpma_write(conn, remote, off, local, off, len, RPMA_F_COMPLETION_ALWAYS, ctx));
+            else
+                CHECK_OK(
+                    rpma_read(conn, local, off, remote, off, len, RPMA_F_COMPLETION_ALWAYS, ctx));
+            posted++;
+        }
+        it_cq_expect(cq, write ? IBV_WC_RDMA_WRITE : IBV_WC_RDMA_READ,
+                     (void *)(uintptr_t)(0x10000 + done));
+        done++;
+    }
+}
+
+static void client(const struct it_args *a) {
+    struct rpma_peer *peer = it_peer_new(a->addr, false);
+    char *src = it_alloc(SIZE), *dst = it_alloc(SIZE);
+    it_fill(src, SIZE, SEED);
+    struct rpma_mr_local *smr = NULL, *dmr = NULL;
+    CHECK_OK(rpma_mr_reg(peer, src, SIZE, RPMA_MR_USAGE_WRITE_SRC, &smr));
+    CHECK_OK(rpma_mr_reg(peer, dst, SIZE, RPMA_MR_USAGE_READ_DST, &dmr));
+    struct rpma_conn_cfg *cfg = NULL;
+    CHECK_OK(rpma_conn_cfg_new(&cfg));
+    CHECK_OK(rpma_conn_cfg_set_sq_size(cfg, 16));
+    CHECK_OK(rpma_conn_cfg_set_cq_size(cfg, 16));
+    struct rpma_conn *conn = it_connect(peer, a->addr, a->port, cfg, NULL, 0);
+    struct rpma_mr_remote *remote = it_remote_mr(conn, 0);
+    size_t rsize = 0;
+    CHECK_OK(rpma_mr_remote_get_size(remote, &rsize));
+    CHECK_EQ(rsize, SIZE);
+    struct rpma_cq *cq = NULL;
+    CHECK_OK(rpma_conn_get_cq(conn, &cq));
+
+    long long t0 = it_now_ms();
+    transfer(conn, cq, true, smr, remote);
+    CHECK_OK(rpma_flush(conn, remote, 0, SIZE, RPMA_FLUSH_TYPE_VISIBILITY, RPMA_F_COMPLETION_ALWAYS,
+                        (void *)0xf1));
+    it_cq_expect(cq, IBV_WC_RDMA_READ, (void *)0xf1);
+    long long t1 = it_now_ms();
+    transfer(conn, cq, false, dmr, remote);
+    long long t2 = it_now_ms();
+    it_cq_expect_empty(cq);
+
+    uint64_t cs = it_checksum(src, SIZE), cd = it_checksum(dst, SIZE);
+    printf("write+flush %lld ms, read %lld ms, checksums %016llx %016llx\n", t1 - t0, t2 - t1,
+           (unsigned long long)cs, (unsigned long long)cd);
+    CHECK(cs == cd);
+    CHECK(memcmp(src, dst, SIZE) == 0);
+
+    CHECK_OK(rpma_mr_remote_delete(&remote));
+    it_disconnect_active(&conn);
+    CHECK_OK(rpma_conn_cfg_delete(&cfg));
+    CHECK_OK(rpma_mr_dereg(&smr));
+    CHECK_OK(rpma_mr_dereg(&dmr));
+    CHECK_OK(rpma_peer_delete(&peer));
+    free(src);
+    free(dst);
+}
+
+int main(int argc, char *argv[]) {
+    struct it_args a;
+    it_init(argc, argv, &a);
+    if (a.server)
+        server(&a);
+    else
+        client(&a);
+    return 0;
+}

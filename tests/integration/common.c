@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* common.c -- helpers shared by the integration test programs */
+#define _GNU_SOURCE
+#include "common.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+void it_fail(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "[pid %d] %s:%d: ", (int)getpid(), file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stdout);
+    exit(1);
+}
+
+static void usage(const char *prog) {
+    fprintf(stderr, "usage: %s server|client ADDR PORT [args]\n", prog);
+    exit(2);
+}
+
+void it_init(int argc, char *argv[], struct it_args *args) {
+    /* the alarm's default action ends the process: a hung wait never outlives the test */
+    alarm(IT_ALARM_S);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc < 4) usage(argv[0]);
+    if (strcmp(argv[1], "server") == 0)
+        args->server = true;
+    else if (strcmp(argv[1], "client") == 0)
+        args->server = false;
+    else
+        usage(argv[0]);
+    args->addr = argv[2];
+    args->port = argv[3];
+    args->argc = argc - 4;
+    args->argv = argv + 4;
+}
+
+void it_ready(void) {
+    printf("READY\n");
+    fflush(stdout);
+}
+
+struct rpma_peer *it_peer_new(const char *addr, bool server) {
+    struct ibv_context *ctx = NULL;
+    struct rpma_peer *peer = NULL;
+    CHECK_OK(rpma_utils_get_ibv_context(
+        addr, server ? RPMA_UTIL_IBV_CONTEXT_LOCAL : RPMA_UTIL_IBV_CONTEXT_REMOTE, &ctx));
+    CHECK(ctx != NULL);
+    CHECK_OK(rpma_peer_new(ctx, &peer));
+    CHECK(peer != NULL);
+    return peer;
+}
+
+void *it_alloc(size_t size) {
+    void *p = NULL;
+    long page = sysconf(_SC_PAGESIZE);
+    if (posix_memalign(&p, (size_t)page, size) != 0) IT_FAIL("posix_memalign(%zu) failed", size);
+    memset(p, 0, size);
+    return p;
+}
+
+long long it_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool it_poll_fd(int fd, int timeout_ms) {
+    long long deadline = it_now_ms() + timeout_ms;
+    for (;;) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        long long left = deadline - it_now_ms();
+        if (left < 0) left = 0;
+        int n = poll(&pfd, 1, (int)left);
+        if (n > 0) return true;
+        if (n == 0) return false;
+        if (errno != EINTR) IT_FAIL("poll: %s", strerror(errno));
+    }
+}
+
+enum rpma_conn_event it_next_event(struct rpma_conn *conn) {
+    int fd = -1;
+    CHECK_OK(rpma_conn_get_event_fd(conn, &fd));
+    CHECK(fd >= 0);
+    if (!it_poll_fd(fd, IT_WAIT_MS)) IT_FAIL("no connection event within %d ms", IT_WAIT_MS);
+    enum rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+    CHECK_OK(rpma_conn_next_event(conn, &ev));
+    return ev;
+}
+
+void it_expect_event(struct rpma_conn *conn, enum rpma_conn_event expected) {
+    enum rpma_conn_event ev = it_next_event(conn);
+    if (ev != expected)
+        IT_FAIL("connection event %s (%d), expected %s (%d)", rpma_utils_conn_event_2str(ev),
+                (int)ev, rpma_utils_conn_event_2str(expected), (int)expected);
+}
+
+struct rpma_conn_req *it_next_req(struct rpma_ep *ep, const struct rpma_conn_cfg *cfg) {
+    int fd = -1;
+    CHECK_OK(rpma_ep_get_fd(ep, &fd));
+    CHECK(fd >= 0);
+    if (!it_poll_fd(fd, IT_WAIT_MS)) IT_FAIL("no connection request within %d ms", IT_WAIT_MS);
+    struct rpma_conn_req *req = NULL;
+    CHECK_OK(rpma_ep_next_conn_req(ep, cfg, &req));
+    CHECK(req != NULL);
+    return req;
+}
+
+static struct rpma_conn *connect_req(struct rpma_conn_req **req, const void *pdata,
+                                     size_t pdata_len) {
+    struct rpma_conn_private_data pd = {.ptr = (void *)pdata, .len = (uint8_t)pdata_len};
+    struct rpma_conn *conn = NULL;
+    CHECK(pdata_len <= 255);
+    CHECK_OK(rpma_conn_req_connect(req, pdata ? &pd : NULL, &conn));
+    CHECK(*req == NULL);
+    CHECK(conn != NULL);
+    return conn;
+}
+
+struct rpma_conn *it_accept(struct rpma_conn_req **req, const void *pdata, size_t pdata_len) {
+    struct rpma_conn *conn = connect_req(req, pdata, pdata_len);
+    it_expect_event(conn, RPMA_CONN_ESTABLISHED);
+    return conn;
+}
+
+struct rpma_conn *it_connect(struct rpma_peer *peer, const char *addr, const char *port,
+                             const struct rpma_conn_cfg *cfg, const void *pdata, size_t pdata_len) {
+    struct rpma_conn_req *req = NULL;
+    CHECK_OK(rpma_conn_req_new(peer, addr, port, cfg, &req));
+    CHECK(req != NULL);
+    struct rpma_conn *conn = connect_req(&req, pdata, pdata_len);
+    it_expect_event(conn, RPMA_CONN_ESTABLISHED);
+    return conn;
+}
+
+void it_disconnect_active(struct rpma_conn **conn) {
+    CHECK_OK(rpma_conn_disconnect(*conn));
+    it_expect_event(*conn, RPMA_CONN_CLOSED);
+    CHECK_OK(rpma_conn_delete(conn));
+    CHECK(*conn == NULL);
+}
+
+void it_disconnect_passive(struct rpma_conn **conn, bool lost_ok) {
+    enum rpma_conn_event ev = it_next_event(*conn);
+    if (!(ev == RPMA_CONN_CLOSED || (lost_ok && ev == RPMA_CONN_LOST)))
+        IT_FAIL("connection event %s (%d), expected CLOSED", rpma_utils_conn_event_2str(ev),
+                (int)ev);
+    CHECK_OK(rpma_conn_disconnect(*conn));
+    CHECK_OK(rpma_conn_delete(conn));
+    CHECK(*conn == NULL);
+}
+
+struct rpma_mr_remote *it_remote_mr(struct rpma_conn *conn, size_t off) {
+    struct rpma_conn_private_data pd = {0};
+    CHECK_OK(rpma_conn_get_private_data(conn, &pd));
+    CHECK(pd.ptr != NULL);
+    if (pd.len < off + IT_MR_DESC_SIZE)
+        IT_FAIL("private data has %u bytes, need %zu", pd.len, off + IT_MR_DESC_SIZE);
+    struct rpma_mr_remote *mr = NULL;
+    CHECK_OK(rpma_mr_remote_from_descriptor((const char *)pd.ptr + off, IT_MR_DESC_SIZE, &mr));
+    CHECK(mr != NULL);
+    return mr;
+}
+
+void it_apply_remote_pcfg(struct rpma_conn *conn, size_t off) {
+    struct rpma_conn_private_data pd = {0};
+    CHECK_OK(rpma_conn_get_private_data(conn, &pd));
+    CHECK(pd.ptr != NULL);
+    CHECK(pd.len >= off + IT_PCFG_DESC_SIZE);
+    struct rpma_peer_cfg *pcfg = NULL;
+    CHECK_OK(rpma_peer_cfg_from_descriptor((const char *)pd.ptr + off, IT_PCFG_DESC_SIZE, &pcfg));
+    CHECK_OK(rpma_conn_apply_remote_peer_cfg(conn, pcfg));
+    CHECK_OK(rpma_peer_cfg_delete(&pcfg));
+}
+
+bool it_cq_next(struct rpma_cq *cq, struct ibv_wc *wc, int timeout_ms) {
+    long long deadline = it_now_ms() + timeout_ms;
+    int fd = -1;
+    CHECK_OK(rpma_cq_get_fd(cq, &fd));
+    for (;;) {
+        int got = 0;
+        memset(wc, 0, sizeof(*wc));
+        int ret = rpma_cq_get_wc(cq, 1, wc, &got);
+        if (ret == 0) {
+            CHECK_EQ(got, 1);
+            return true;
+        }
+        if (ret != RPMA_E_NO_COMPLETION)
+            IT_FAIL("rpma_cq_get_wc returned %d (%s)", ret, rpma_err_2str(ret));
+        long long left = deadline - it_now_ms();
+        if (left <= 0) return false;
+        if (!it_poll_fd(fd, (int)left))
+            continue; /* one more look at the CQ, then the deadline ends it */
+        ret = rpma_cq_wait(cq);
+        if (ret != 0 && ret != RPMA_E_NO_COMPLETION)
+            IT_FAIL("rpma_cq_wait returned %d (%s)", ret, rpma_err_2str(ret));
+    }
+}
+
+void it_cq_get(struct rpma_cq *cq, struct ibv_wc *wc) {
+    if (!it_cq_next(cq, wc, IT_WAIT_MS)) IT_FAIL("no completion within %d ms", IT_WAIT_MS);
+}
+
+void it_cq_expect(struct rpma_cq *cq, enum ibv_wc_opcode opcode, const void *op_context) {
+    struct ibv_wc wc;
+    it_cq_get(cq, &wc);
+    if (wc.status != IBV_WC_SUCCESS)
+        IT_FAIL("completion wr_id %llu failed: %s (%d)", (unsigned long long)wc.wr_id,
+                ibv_wc_status_str(wc.status), (int)wc.status);
+    if (wc.wr_id != (uint64_t)(uintptr_t)op_context)
+        IT_FAIL("completion wr_id %llu, expected %llu", (unsigned long long)wc.wr_id,
+                (unsigned long long)(uintptr_t)op_context);
+    if (wc.opcode != opcode)
+        IT_FAIL("completion opcode %d, expected %d (wr_id %llu)", (int)wc.opcode, (int)opcode,
+                (unsigned long long)wc.wr_id);
+}
+
+void it_cq_expect_set(struct rpma_cq *cq, int n, const enum ibv_wc_opcode *opcodes,
+                      const uintptr_t *ctxs, struct ibv_wc *out) {
+    bool seen[64] = {false};
+    CHECK(n <= 64);
+    for (int got = 0; got < n; got++) {
+        struct ibv_wc wc;
+        it_cq_get(cq, &wc);
+        if (wc.status != IBV_WC_SUCCESS)
+            IT_FAIL("completion wr_id %llu failed: %s (%d)", (unsigned long long)wc.wr_id,
+                    ibv_wc_status_str(wc.status), (int)wc.status);
+        int k = 0;
+        while (k < n && (seen[k] || ctxs[k] != wc.wr_id)) k++;
+        if (k == n)
+            IT_FAIL("unexpected completion wr_id %llu opcode %d", (unsigned long long)wc.wr_id,
+                    (int)wc.opcode);
+        if (wc.opcode != opcodes[k])
+            IT_FAIL("completion opcode %d, expected %d (wr_id %llu)", (int)wc.opcode,
+                    (int)opcodes[k], (unsigned long long)wc.wr_id);
+        seen[k] = true;
+        if (out) out[k] = wc;
+    }
+}
+
+void it_cq_expect_empty(struct rpma_cq *cq) {
+    struct ibv_wc wc;
+    int got = 0;
+    int ret = rpma_cq_get_wc(cq, 1, &wc, &got);
+    if (ret != RPMA_E_NO_COMPLETION)
+        IT_FAIL("CQ not empty: rpma_cq_get_wc returned %d, wr_id %llu opcode %d", ret,
+                ret == 0 ? (unsigned long long)wc.wr_id : 0ULL, ret == 0 ? (int)wc.opcode : -1);
+}
+
+int it_fork(void) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) IT_FAIL("fork: %s", strerror(errno));
+    if (pid == 0) alarm(IT_ALARM_S);
+    return (int)pid;
+}
+
+void it_wait_killed(int pid) {
+    int status = 0;
+    while (waitpid((pid_t)pid, &status, 0) < 0)
+        if (errno != EINTR) IT_FAIL("waitpid: %s", strerror(errno));
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
+        if (WIFEXITED(status))
+            IT_FAIL("child %d exited with %d instead of being killed", pid, WEXITSTATUS(status));
+        IT_FAIL("child %d ended by signal %d instead of SIGKILL", pid,
+                WIFSIGNALED(status) ? WTERMSIG(status) : -1);
+    }
+}
+
+void it_wait_for_death(int seconds) {
+    long long deadline = it_now_ms() + (long long)seconds * 1000;
+    while (it_now_ms() < deadline) usleep(10000);
+    IT_FAIL("still alive after %d s: the peer should have killed this process", seconds);
+}
+
+static uint64_t mix(uint64_t x) {
+    /* splitmix64 finaliser: cheap and position-sensitive */
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static uint8_t pattern_byte(size_t i, uint64_t seed) {
+    return (uint8_t)(mix(seed * 0x100000001b3ULL + (i >> 3)) >> ((i & 7) * 8));
+}
+
+void it_fill(void *buf, size_t len, uint64_t seed) {
+    uint8_t *p = buf;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w = mix(seed * 0x100000001b3ULL + (i >> 3));
+        for (int b = 0; b < 8; b++) p[i + b] = (uint8_t)(w >> (b * 8));
+    }
+    for (; i < len; i++) p[i] = pattern_byte(i, seed);
+}
+
+long it_verify(const void *buf, size_t len, uint64_t seed) {
+    const uint8_t *p = buf;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w = mix(seed * 0x100000001b3ULL + (i >> 3));
+        for (int b = 0; b < 8; b++)
+            if (p[i + b] != (uint8_t)(w >> (b * 8))) return (long)(i + b);
+    }
+    for (; i < len; i++)
+        if (p[i] != pattern_byte(i, seed)) return (long)i;
+    return -1;
+}
+
+uint64_t it_checksum(const void *buf, size_t len) {
+    const uint8_t *p = buf;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}

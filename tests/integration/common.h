@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * common.h -- helpers shared by the integration test programs (two processes over loopback).
+ *
+ * Every helper either succeeds or prints where and why it failed and exits with status 1, so a
+ * scenario reads as a straight list of steps. Every wait is bounded.
+ */
+#ifndef RPMA_IT_COMMON_H
+#define RPMA_IT_COMMON_H
+
+#include <librpma.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* a backstop for every program: no scenario may run longer */
+#define IT_ALARM_S 55
+/* bound of one wait for a completion or a connection event */
+#define IT_WAIT_MS 15000
+
+/* sizes of the descriptors exchanged in private data */
+#define IT_MR_DESC_SIZE 21
+#define IT_PCFG_DESC_SIZE 1
+
+void it_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 3, 4)));
+
+#define IT_FAIL(...) it_fail(__FILE__, __LINE__, __VA_ARGS__)
+
+/* the condition must hold */
+#define CHECK(cond)                                      \
+    do {                                                 \
+        if (!(cond)) IT_FAIL("check failed: %s", #cond); \
+    } while (0)
+
+/* the call must return 0 */
+#define CHECK_OK(call)                                                                            \
+    do {                                                                                          \
+        int it_ret_ = (call);                                                                     \
+        if (it_ret_ != 0) IT_FAIL("%s returned %d (%s)", #call, it_ret_, rpma_err_2str(it_ret_)); \
+    } while (0)
+
+/* the call must return exactly the given error code */
+#define CHECK_ERR(call, expected)                                            \
+    do {                                                                     \
+        int it_ret_ = (call);                                                \
+        if (it_ret_ != (expected))                                           \
+            IT_FAIL("%s returned %d (%s), expected %s (%d)", #call, it_ret_, \
+                    rpma_err_2str(it_ret_), #expected, (int)(expected));     \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                      \
+    do {                                                                                    \
+        long long it_a_ = (long long)(a), it_b_ = (long long)(b);                           \
+        if (it_a_ != it_b_) IT_FAIL("%s == %s failed: %lld != %lld", #a, #b, it_a_, it_b_); \
+    } while (0)
+
+/* role and arguments of a two-process scenario: NAME server|client ADDR PORT [args] */
+struct it_args {
+    bool server;
+    const char *addr;
+    const char *port;
+    int argc; /* remaining arguments */
+    char **argv;
+};
+
+/* parses argv, arms the alarm backstop and makes stdout line-buffered */
+void it_init(int argc, char *argv[], struct it_args *args);
+
+/* announces a listening server to the runner */
+void it_ready(void);
+
+/* a peer on the device of addr (LOCAL for a server, REMOTE for a client) */
+struct rpma_peer *it_peer_new(const char *addr, bool server);
+
+/* allocates page-aligned zeroed memory or fails */
+void *it_alloc(size_t size);
+
+/* monotonic milliseconds */
+long long it_now_ms(void);
+
+/* waits until fd is readable; returns false on timeout */
+bool it_poll_fd(int fd, int timeout_ms);
+
+/* ---- connections ---- */
+
+/* next connection event within IT_WAIT_MS */
+enum rpma_conn_event it_next_event(struct rpma_conn *conn);
+/* the next event must be the given one */
+void it_expect_event(struct rpma_conn *conn, enum rpma_conn_event expected);
+
+/* next incoming connection request within IT_WAIT_MS */
+struct rpma_conn_req *it_next_req(struct rpma_ep *ep, const struct rpma_conn_cfg *cfg);
+
+/* accepts req with pdata (may be NULL) and waits for ESTABLISHED */
+struct rpma_conn *it_accept(struct rpma_conn_req **req, const void *pdata, size_t pdata_len);
+
+/* connects to addr:port with pdata (may be NULL) and waits for ESTABLISHED */
+struct rpma_conn *it_connect(struct rpma_peer *peer, const char *addr, const char *port,
+                             const struct rpma_conn_cfg *cfg, const void *pdata, size_t pdata_len);
+
+/* the side that ends the connection: disconnect, wait CLOSED, delete */
+void it_disconnect_active(struct rpma_conn **conn);
+/* the other side: wait CLOSED, disconnect, delete; with lost_ok LOST is accepted too */
+void it_disconnect_passive(struct rpma_conn **conn, bool lost_ok);
+
+/* the remote region whose descriptor is at pdata offset off */
+struct rpma_mr_remote *it_remote_mr(struct rpma_conn *conn, size_t off);
+/* applies the peer cfg descriptor at pdata offset off to conn */
+void it_apply_remote_pcfg(struct rpma_conn *conn, size_t off);
+
+/* ---- completions ---- */
+
+/*
+ * Takes one completion from cq, waiting up to timeout_ms for it (rpma_cq_wait after the fd is
+ * readable, then rpma_cq_get_wc); returns false on timeout.
+ */
+bool it_cq_next(struct rpma_cq *cq, struct ibv_wc *wc, int timeout_ms);
+/* one completion within IT_WAIT_MS or fail */
+void it_cq_get(struct rpma_cq *cq, struct ibv_wc *wc);
+/* one completion that must be a success with this opcode and wr_id */
+void it_cq_expect(struct rpma_cq *cq, enum ibv_wc_opcode opcode, const void *op_context);
+/*
+ * n successful completions in any order, each matching a different (opcodes[k], ctxs[k]) pair;
+ * out (may be NULL) receives them in the order of the pairs
+ */
+void it_cq_expect_set(struct rpma_cq *cq, int n, const enum ibv_wc_opcode *opcodes,
+                      const uintptr_t *ctxs, struct ibv_wc *out);
+/* the CQ must hold no completion right now */
+void it_cq_expect_empty(struct rpma_cq *cq);
+
+/* ---- processes ---- */
+
+/* fork(); the child gets its own alarm backstop. Call before the library is used. */
+int it_fork(void);
+/* waits for the child and requires that SIGKILL ended it */
+void it_wait_killed(int pid);
+/* sleeps up to seconds while waiting to be killed, then fails */
+void it_wait_for_death(int seconds) __attribute__((noreturn));
+
+/* fills buf with a pattern that depends on seed and the position */
+void it_fill(void *buf, size_t len, uint64_t seed);
+/* checks buf against it_fill(seed); returns the first bad index or -1 */
+long it_verify(const void *buf, size_t len, uint64_t seed);
+
+/* a 64-bit FNV-1a checksum */
+uint64_t it_checksum(const void *buf, size_t len);
+
+#endif /* RPMA_IT_COMMON_H */

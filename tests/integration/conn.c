@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * conn.c -- connection set-up and teardown between two processes.
+ *
+ * Modes (the argument after PORT):
+ *   client_disc  private data both ways (56 B on connect, 196 B on accept); client disconnects
+ *   server_disc  the same, but the server disconnects
+ *   reject       the server rejects the first request (client sees REJECTED), accepts the second
+ *   nolistener   client only, nobody listens: REJECTED or UNREACHABLE
+ */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "common.h"
+
+#define CONNECT_PDATA 56
+#define ACCEPT_PDATA 196
+#define SEED_CLIENT 0xc11e
+#define SEED_SERVER 0x5e7e
+
+static void check_pdata(const struct rpma_conn_private_data *pd, size_t len, uint64_t seed) {
+    CHECK(pd->ptr != NULL);
+    CHECK_EQ(pd->len, len);
+    long bad = it_verify(pd->ptr, len, seed);
+    if (bad >= 0) IT_FAIL("private data differs at byte %ld", bad);
+}
+
+static void check_conn_usable(struct rpma_conn *conn) {
+    struct rpma_cq *cq = NULL, *rcq = (struct rpma_cq *)1;
+    uint32_t qp_num = 0;
+    CHECK_OK(rpma_conn_get_cq(conn, &cq));
+    CHECK(cq != NULL);
+    CHECK_OK(rpma_conn_get_rcq(conn, &rcq));
+    CHECK(rcq == NULL); /* default cfg: no RCQ */
+    CHECK_OK(rpma_conn_get_qp_num(conn, &qp_num));
+    it_cq_expect_empty(cq);
+}
+
+static void server(const struct it_args *a, const char *mode) {
+    struct rpma_peer *peer = it_peer_new(a->addr, true);
+    struct rpma_ep *ep = NULL;
+    CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
+    it_ready();
+
+    struct rpma_conn_private_data pd = {0};
+    struct rpma_conn_req *req = it_next_req(ep, NULL);
+    CHECK_OK(rpma_conn_req_get_private_data(req, &pd));
+    check_pdata(&pd, CONNECT_PDATA, SEED_CLIENT);
+
+    if (strcmp(mode, "reject") == 0) {
+        CHECK_OK(rpma_conn_req_delete(&req));
+        CHECK(req == NULL);
+        /* the listener keeps working: the client's second attempt is accepted */
+        req = it_next_req(ep, NULL);
+    }
+
+    char spd[ACCEPT_PDATA];
+    it_fill(spd, sizeof(spd), SEED_SERVER);
+    struct rpma_conn *conn = it_accept(&req, spd, sizeof(spd));
+    /* the client's private data moved from the request to the connection */
+    memset(&pd, 0, sizeof(pd));
+    CHECK_OK(rpma_conn_get_private_data(conn, &pd));
+    check_pdata(&pd, CONNECT_PDATA, SEED_CLIENT);
+    check_conn_usable(conn);
+
+    if (strcmp(mode, "server_disc") == 0)
+        it_disconnect_active(&conn);
+    else
+        it_disconnect_passive(&conn, false);
+
+    CHECK_OK(rpma_ep_shutdown(&ep));
+    CHECK(ep == NULL);
+    CHECK_OK(rpma_peer_delete(&peer));
+    CHECK(peer == NULL);
+}
+
+static void client(const struct it_args *a, const char *mode) {
+    struct rpma_peer *peer = it_peer_new(a->addr, false);
+    char cpd[CONNECT_PDATA];
+    it_fill(cpd, sizeof(cpd), SEED_CLIENT);
+    struct rpma_conn_private_data pd = {.ptr = cpd, .len = sizeof(cpd)};
+
+    if (strcmp(mode, "reject") == 0 || strcmp(mode, "nolistener") == 0) {
+        struct rpma_conn_req *req = NULL;
+        struct rpma_conn *conn = NULL;
+        CHECK_OK(rpma_conn_req_new(peer, a->addr, a->port, NULL, &req));
+        CHECK_OK(rpma_conn_req_connect(&req, &pd, &conn));
+        CHECK(req == NULL);
+        enum rpma_conn_event ev = it_next_event(conn);
+        if (strcmp(mode, "reject") == 0)
+            CHECK_EQ(ev, RPMA_CONN_REJECTED);
+        else if (ev != RPMA_CONN_REJECTED && ev != RPMA_CONN_UNREACHABLE)
+            IT_FAIL("event %s, expected REJECTED or UNREACHABLE", rpma_utils_conn_event_2str(ev));
+        CHECK_OK(rpma_conn_delete(&conn));
+        CHECK(conn == NULL);
+        if (strcmp(mode, "nolistener") == 0) {
+            CHECK_OK(rpma_peer_delete(&peer));
+            return;
+        }
+    }
+
+    struct rpma_conn *conn = it_connect(peer, a->addr, a->port, NULL, cpd, sizeof(cpd));
+    struct rpma_conn_private_data spd = {0};
+    CHECK_OK(rpma_conn_get_private_data(conn, &spd));
+    check_pdata(&spd, ACCEPT_PDATA, SEED_SERVER);
+    check_conn_usable(conn);
+
+    if (strcmp(mode, "server_disc") == 0)
+        it_disconnect_passive(&conn, false);
+    else
+        it_disconnect_active(&conn);
+
+    CHECK_OK(rpma_peer_delete(&peer));
+    CHECK(peer == NULL);
+}
+
+int main(int argc, char *argv[]) {
+    struct it_args a;
+    it_init(argc, argv, &a);
+    if (a.argc < 1) IT_FAIL("mode argument missing");
+    const char *mode = a.argv[0];
+    if (strcmp(mode, "client_disc") && strcmp(mode, "server_disc") && strcmp(mode, "reject") &&
+        strcmp(mode, "nolistener"))
+        IT_FAIL("unknown mode %s", mode);
+    if (a.server)
+        server(&a, mode);
+    else
+        client(&a, mode);
+    return 0;
+}
