@@ -1,6 +1,7 @@
 // rpma_conn_cfg_*: argument checks around rpma::ConnCfg.
-#include "api/shim.h"
 #include "core/conn_cfg.h"
+
+#include "api/shim.h"
 
 using rpma::ConnCfg;
 using rpma::api::guarded;

@@ -1,6 +1,7 @@
 // rpma_mr_remote_*: argument checks around rpma::MrRemote. The local MR calls are in mr.cc.
-#include "api/shim.h"
 #include "core/mr_remote.h"
+
+#include "api/shim.h"
 
 using rpma::MrRemote;
 using rpma::api::handle;

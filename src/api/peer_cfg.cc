@@ -1,6 +1,7 @@
 // rpma_peer_cfg_*: argument checks around rpma::PeerCfg.
-#include "api/shim.h"
 #include "core/peer_cfg.h"
+
+#include "api/shim.h"
 
 using rpma::PeerCfg;
 using rpma::api::guarded;
@@ -22,8 +23,7 @@ RPMA_EXPORT int rpma_peer_cfg_delete(struct rpma_peer_cfg **pcfg_ptr) {
     return 0;
 }
 
-RPMA_EXPORT int rpma_peer_cfg_set_direct_write_to_pmem(struct rpma_peer_cfg *pcfg,
-                                                       bool supported) {
+RPMA_EXPORT int rpma_peer_cfg_set_direct_write_to_pmem(struct rpma_peer_cfg *pcfg, bool supported) {
     if (pcfg == nullptr) return RPMA_E_INVAL;
     obj<PeerCfg>(pcfg)->set_direct_write_to_pmem(supported);
     return 0;

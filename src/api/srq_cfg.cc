@@ -1,6 +1,7 @@
 // rpma_srq_cfg_*: argument checks around rpma::SrqCfg.
-#include "api/shim.h"
 #include "core/srq_cfg.h"
+
+#include "api/shim.h"
 
 using rpma::SrqCfg;
 using rpma::api::guarded;

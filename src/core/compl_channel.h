@@ -18,6 +18,11 @@ public:
         auto cq = q_.pop();
         return cq ? *cq : nullptr;
     }
+    Cq *try_wait() {
+        auto cq = q_.try_pop();
+        return cq ? *cq : nullptr;
+    }
+    bool nonblocking() const noexcept { return q_.nonblocking(); }
 
 private:
     FdQueue<Cq *> q_;

@@ -43,6 +43,7 @@ int ConnResources::create(Peer *peer, const ConnCfg &cfg, std::unique_ptr<ConnRe
     qc.recv_cq = srq && srq->rcq() ? srq->rcq() : r->rcq ? r->rcq.get() : r->cq.get();
     qc.srq = srq ? &srq->queue() : nullptr;
     r->qp = tcp::QueuePair::create(engine, &peer->mrs(), qc, r->events.get());
+    r->cq->set_driver(r->qp.get());
     r->peer = peer;
     peer->ref();
     *out = std::move(r);
@@ -50,6 +51,7 @@ int ConnResources::create(Peer *peer, const ConnCfg &cfg, std::unique_ptr<ConnRe
 }
 
 ConnResources::~ConnResources() {
+    if (cq) cq->set_driver(nullptr);
     if (qp) qp->close();
     qp.reset();
     if (peer) peer->unref();

@@ -8,7 +8,7 @@
 namespace rpma {
 
 class ConnCfg {
-public:
+  public:
     // Used wherever an API call receives cfg == NULL.
     static const ConnCfg &defaults() noexcept;
 
@@ -30,7 +30,7 @@ public:
     // Not owned: the application keeps the SRQ alive while connections use it.
     void set_srq(rpma_srq *srq) noexcept { srq_ = srq; }
 
-private:
+  private:
     int timeout_ms_ = RPMA_DEFAULT_TIMEOUT_MS;
     uint32_t cq_size_ = 10;
     uint32_t sq_size_ = 10;

@@ -6,11 +6,14 @@
 
 namespace rpma {
 
+thread_local Cq *Cq::t_driving = nullptr;
+
 void Cq::push(const ibv_wc &wc) {
     {
         std::lock_guard lk(mu_);
         ring_.push_back(wc);
     }
+    if (t_driving == this) return;  // the waiter is this thread; it looks at the ring next
     if (armed_.exchange(false)) channel_->notify(this);
 }
 
@@ -26,6 +29,18 @@ int Cq::get_wc(int num_entries, ibv_wc *wc, int *got) {
 
 int Cq::wait() {
     if (shared_) return RPMA_E_SHARED_CHANNEL;
+    if (driver_ && !channel_->nonblocking()) {
+        for (;;) {
+            if (Cq *fired = channel_->try_wait()) {
+                fired->arm();
+                return 0;
+            }
+            if (!empty()) return 0;  // completions this thread produced while driving
+            t_driving = this;
+            driver_->drive(channel_->fd());
+            t_driving = nullptr;
+        }
+    }
     Cq *fired = channel_->wait();
     if (!fired) return RPMA_E_NO_COMPLETION;
     fired->arm();

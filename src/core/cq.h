@@ -12,6 +12,15 @@
 
 namespace rpma {
 
+// A source of completions that a thread waiting on the CQ can drive itself, saving the hop
+// through the engine thread. Set only when one queue pair feeds the CQ.
+class CqDriver {
+public:
+    virtual ~CqDriver() = default;
+    // Waits until the channel fd or the driver's own input is ready, and processes that input.
+    virtual void drive(int channel_fd) = 0;
+};
+
 class Cq {
 public:
     Cq(ComplChannel *channel, bool channel_shared) noexcept
@@ -30,10 +39,14 @@ public:
     int fd() const noexcept { return channel_->fd(); }
     bool shared_channel() const noexcept { return shared_; }
     ComplChannel *channel() const noexcept { return channel_; }
+    void set_driver(CqDriver *d) noexcept { driver_ = d; }
+    // The calling thread is inside drive() for this CQ: completions it pushes need no wake-up.
+    static thread_local Cq *t_driving;
 
 private:
     ComplChannel *channel_;
     bool shared_;
+    CqDriver *driver_ = nullptr;
     std::atomic<bool> armed_{true};
     std::mutex mu_;
     std::deque<ibv_wc> ring_;

@@ -3,6 +3,8 @@
 // O_NONBLOCK flag, which the application may set.
 #pragma once
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 
 #include <cerrno>
@@ -47,6 +49,18 @@ public:
         T item = std::move(items_.front());
         items_.pop_front();
         return item;
+    }
+
+    // Takes one item only if one is ready, whatever the fd's blocking mode.
+    std::optional<T> try_pop() {
+        pollfd p{fd_.get(), POLLIN, 0};
+        if (::poll(&p, 1, 0) != 1) return std::nullopt;
+        return pop();
+    }
+
+    bool nonblocking() const noexcept {
+        int fl = ::fcntl(fd_.get(), F_GETFL);
+        return fl >= 0 && (fl & O_NONBLOCK);
     }
 
     // Takes every item without touching the counter's blocking mode (used at teardown).

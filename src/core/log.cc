@@ -98,7 +98,8 @@ struct EnvLoader {
 
 bool enabled(rpma_log_level level) noexcept {
     return level >= RPMA_LOG_LEVEL_FATAL &&
-           static_cast<int>(level) <= g_threshold[RPMA_LOG_THRESHOLD].load(std::memory_order_relaxed);
+           static_cast<int>(level) <=
+               g_threshold[RPMA_LOG_THRESHOLD].load(std::memory_order_relaxed);
 }
 
 void emit(rpma_log_level level, const char *file, int line, const char *func, const char *fmt,
@@ -216,7 +217,8 @@ void default_function(rpma_log_level level, const char *file_name, const int lin
     else
         syslog(kSyslogPriority[level], "%s %s", kLevelNames[level], msg);
 
-    if (static_cast<int>(level) <= g_threshold[RPMA_LOG_THRESHOLD_AUX].load(std::memory_order_relaxed))
+    if (static_cast<int>(level) <=
+        g_threshold[RPMA_LOG_THRESHOLD_AUX].load(std::memory_order_relaxed))
         write_stderr(level, file_name, line_no, function_name, msg);
     std::free(heap);
 }

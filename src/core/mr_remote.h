@@ -9,7 +9,7 @@
 namespace rpma {
 
 class MrRemote {
-public:
+  public:
     explicit MrRemote(const MrDescriptor &d) noexcept : d_(d) {}
 
     // Decodes a descriptor: RPMA_E_INVAL as decode_mr_descriptor does, RPMA_E_NOSUPP when the
@@ -24,7 +24,7 @@ public:
     // The RPMA_MR_USAGE_FLUSH_TYPE_* bits of the usage.
     int flush_type() const noexcept;
 
-private:
+  private:
     MrDescriptor d_;
 };
 

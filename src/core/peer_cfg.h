@@ -6,7 +6,7 @@
 namespace rpma {
 
 class PeerCfg {
-public:
+  public:
     // The descriptor is one byte: 1 when direct write to PMEM is supported, else 0.
     static constexpr size_t kDescriptorSize = 1;
 
@@ -23,7 +23,7 @@ public:
     // Writes kDescriptorSize bytes.
     void get_descriptor(void *desc) const noexcept;
 
-private:
+  private:
     bool direct_ = false;
 };
 

@@ -6,7 +6,7 @@
 namespace rpma {
 
 class SrqCfg {
-public:
+  public:
     // Used wherever rpma_srq_new receives cfg == NULL.
     static const SrqCfg &defaults() noexcept;
 
@@ -17,7 +17,7 @@ public:
     void set_rq_size(uint32_t size) noexcept { rq_size_ = size; }
     void set_rcq_size(uint32_t size) noexcept { rcq_size_ = size; }
 
-private:
+  private:
     uint32_t rq_size_ = 100;
     uint32_t rcq_size_ = 100;
 };

@@ -77,7 +77,7 @@ static void expect_flushed(struct rpma_cq *cq, uint64_t wr_id) {
     CHECK_EQ(wc.wr_id, wr_id);
     if (wc.status != IBV_WC_WR_FLUSH_ERR)
         IT_FAIL("wr_id %llu: status %s (%d), expected IBV_WC_WR_FLUSH_ERR",
-                (unsigned long long)wr_id, ibv_wc_status_str(wc.status), (int)wc.status);
+                (unsigned long long)wr_id, it_wc_status_str(wc.status), (int)wc.status);
 }
 
 static void run_case(const struct it_args *a, struct rpma_peer *peer, int c,
@@ -115,8 +115,8 @@ static void run_case(const struct it_args *a, struct rpma_peer *peer, int c,
         CHECK_EQ(wc.wr_id, 0xe1);
         if (wc.status != IBV_WC_REM_ACCESS_ERR && wc.status != IBV_WC_REM_INV_REQ_ERR)
             IT_FAIL("case %s: status %s (%d), expected a remote access error", names[c],
-                    ibv_wc_status_str(wc.status), (int)wc.status);
-        printf("case %s: %s\n", names[c], ibv_wc_status_str(wc.status));
+                    it_wc_status_str(wc.status), (int)wc.status);
+        printf("case %s: %s\n", names[c], it_wc_status_str(wc.status));
         it_cq_expect_empty(cq);
         if (target != ra && target != rb) CHECK_OK(rpma_mr_remote_delete(&target));
 

@@ -216,7 +216,7 @@ void it_cq_expect(struct rpma_cq *cq, enum ibv_wc_opcode opcode, const void *op_
     it_cq_get(cq, &wc);
     if (wc.status != IBV_WC_SUCCESS)
         IT_FAIL("completion wr_id %llu failed: %s (%d)", (unsigned long long)wc.wr_id,
-                ibv_wc_status_str(wc.status), (int)wc.status);
+                it_wc_status_str(wc.status), (int)wc.status);
     if (wc.wr_id != (uint64_t)(uintptr_t)op_context)
         IT_FAIL("completion wr_id %llu, expected %llu", (unsigned long long)wc.wr_id,
                 (unsigned long long)(uintptr_t)op_context);
@@ -234,7 +234,7 @@ void it_cq_expect_set(struct rpma_cq *cq, int n, const enum ibv_wc_opcode *opcod
         it_cq_get(cq, &wc);
         if (wc.status != IBV_WC_SUCCESS)
             IT_FAIL("completion wr_id %llu failed: %s (%d)", (unsigned long long)wc.wr_id,
-                    ibv_wc_status_str(wc.status), (int)wc.status);
+                    it_wc_status_str(wc.status), (int)wc.status);
         int k = 0;
         while (k < n && (seen[k] || ctxs[k] != wc.wr_id)) k++;
         if (k == n)
@@ -255,6 +255,35 @@ void it_cq_expect_empty(struct rpma_cq *cq) {
     if (ret != RPMA_E_NO_COMPLETION)
         IT_FAIL("CQ not empty: rpma_cq_get_wc returned %d, wr_id %llu opcode %d", ret,
                 ret == 0 ? (unsigned long long)wc.wr_id : 0ULL, ret == 0 ? (int)wc.opcode : -1);
+}
+
+const char *it_wc_status_str(enum ibv_wc_status status) {
+    switch (status) {
+        case IBV_WC_SUCCESS:
+            return "IBV_WC_SUCCESS";
+        case IBV_WC_LOC_LEN_ERR:
+            return "IBV_WC_LOC_LEN_ERR";
+        case IBV_WC_LOC_QP_OP_ERR:
+            return "IBV_WC_LOC_QP_OP_ERR";
+        case IBV_WC_LOC_PROT_ERR:
+            return "IBV_WC_LOC_PROT_ERR";
+        case IBV_WC_WR_FLUSH_ERR:
+            return "IBV_WC_WR_FLUSH_ERR";
+        case IBV_WC_REM_INV_REQ_ERR:
+            return "IBV_WC_REM_INV_REQ_ERR";
+        case IBV_WC_REM_ACCESS_ERR:
+            return "IBV_WC_REM_ACCESS_ERR";
+        case IBV_WC_REM_OP_ERR:
+            return "IBV_WC_REM_OP_ERR";
+        case IBV_WC_RETRY_EXC_ERR:
+            return "IBV_WC_RETRY_EXC_ERR";
+        case IBV_WC_RNR_RETRY_EXC_ERR:
+            return "IBV_WC_RNR_RETRY_EXC_ERR";
+        case IBV_WC_GENERAL_ERR:
+            return "IBV_WC_GENERAL_ERR";
+        default:
+            return "other status";
+    }
 }
 
 int it_fork(void) {

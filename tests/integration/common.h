@@ -131,6 +131,9 @@ void it_cq_expect_set(struct rpma_cq *cq, int n, const enum ibv_wc_opcode *opcod
 /* the CQ must hold no completion right now */
 void it_cq_expect_empty(struct rpma_cq *cq);
 
+/* a name for a completion status (no libibverbs needed) */
+const char *it_wc_status_str(enum ibv_wc_status status);
+
 /* ---- processes ---- */
 
 /* fork(); the child gets its own alarm backstop. Call before the library is used. */

@@ -50,7 +50,7 @@ static void server(const struct it_args *a) {
         struct ibv_wc wc;
         it_cq_get(cq, &wc);
         if (wc.status != IBV_WC_SUCCESS)
-            IT_FAIL("message %d: status %s", m, ibv_wc_status_str(wc.status));
+            IT_FAIL("message %d: status %s", m, it_wc_status_str(wc.status));
         CHECK(wc.wr_id >= 0x50 && wc.wr_id < 0x50 + SLOTS);
         int slot = (int)(wc.wr_id - 0x50);
         CHECK(!used[slot]);

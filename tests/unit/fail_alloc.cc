@@ -25,8 +25,12 @@ FailAllocations::FailAllocations() noexcept {
     t_refused = 0;
     t_failing = true;
 }
-FailAllocations::~FailAllocations() { t_failing = false; }
-int FailAllocations::refused() const noexcept { return t_refused; }
+FailAllocations::~FailAllocations() {
+    t_failing = false;
+}
+int FailAllocations::refused() const noexcept {
+    return t_refused;
+}
 
 }  // namespace rpma::test
 
@@ -39,11 +43,27 @@ void *operator new[](std::size_t n) {
     if (void *p = allocate(n)) return p;
     throw std::bad_alloc();
 }
-void *operator new(std::size_t n, const std::nothrow_t &) noexcept { return allocate(n); }
-void *operator new[](std::size_t n, const std::nothrow_t &) noexcept { return allocate(n); }
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete[](void *p) noexcept { std::free(p); }
-void operator delete(void *p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
-void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
-void operator delete[](void *p, const std::nothrow_t &) noexcept { std::free(p); }
+void *operator new(std::size_t n, const std::nothrow_t &) noexcept {
+    return allocate(n);
+}
+void *operator new[](std::size_t n, const std::nothrow_t &) noexcept {
+    return allocate(n);
+}
+void operator delete(void *p) noexcept {
+    std::free(p);
+}
+void operator delete[](void *p) noexcept {
+    std::free(p);
+}
+void operator delete(void *p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void *p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete(void *p, const std::nothrow_t &) noexcept {
+    std::free(p);
+}
+void operator delete[](void *p, const std::nothrow_t &) noexcept {
+    std::free(p);
+}

@@ -6,7 +6,7 @@
 namespace rpma::test {
 
 class FailAllocations {
-public:
+  public:
     FailAllocations() noexcept;
     ~FailAllocations();
     FailAllocations(const FailAllocations &) = delete;

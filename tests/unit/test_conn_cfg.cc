@@ -2,13 +2,16 @@
 #include <gtest/gtest.h>
 #include <librpma.h>
 
+#include <ostream>
+#include <string>
+
 #include "core/conn_cfg.h"
 #include "fail_alloc.h"
 
 namespace {
 
 class ConnCfg : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { ASSERT_EQ(rpma_conn_cfg_new(&cfg_), 0); }
     void TearDown() override { EXPECT_EQ(rpma_conn_cfg_delete(&cfg_), 0); }
     rpma_conn_cfg *cfg_ = nullptr;
@@ -71,7 +74,9 @@ TEST(ConnCfgCore, GettersSeeTheCApiSetters) {
     ASSERT_EQ(rpma_conn_cfg_delete(&cfg), 0);
 }
 
-TEST(ConnCfgNew, InvalCfgPtrNull) { EXPECT_EQ(rpma_conn_cfg_new(nullptr), RPMA_E_INVAL); }
+TEST(ConnCfgNew, InvalCfgPtrNull) {
+    EXPECT_EQ(rpma_conn_cfg_new(nullptr), RPMA_E_INVAL);
+}
 
 TEST(ConnCfgNew, NomemLeavesCfgPtrAlone) {
     rpma_conn_cfg *cfg = reinterpret_cast<rpma_conn_cfg *>(0x1234);
@@ -98,7 +103,9 @@ TEST(ConnCfgDelete, NullObjectIsNoop) {
     EXPECT_EQ(cfg, nullptr);
 }
 
-TEST(ConnCfgDelete, InvalCfgPtrNull) { EXPECT_EQ(rpma_conn_cfg_delete(nullptr), RPMA_E_INVAL); }
+TEST(ConnCfgDelete, InvalCfgPtrNull) {
+    EXPECT_EQ(rpma_conn_cfg_delete(nullptr), RPMA_E_INVAL);
+}
 
 TEST_F(ConnCfg, TimeoutRoundTrip) {
     for (int t : {0, 1, 1500, 2147483647}) {
@@ -139,6 +146,11 @@ struct SizeCalls {
     int (*get)(const rpma_conn_cfg *, uint32_t *);
 };
 
+// Names the case in test listings instead of dumping the function pointers.
+void PrintTo(const SizeCalls &c, std::ostream *os) {
+    *os << c.name;
+}
+
 class ConnCfgSize : public ConnCfg, public ::testing::WithParamInterface<SizeCalls> {};
 
 TEST_P(ConnCfgSize, RoundTrip) {
@@ -150,7 +162,9 @@ TEST_P(ConnCfgSize, RoundTrip) {
     }
 }
 
-TEST_P(ConnCfgSize, SetInvalCfgNull) { EXPECT_EQ(GetParam().set(nullptr, 5), RPMA_E_INVAL); }
+TEST_P(ConnCfgSize, SetInvalCfgNull) {
+    EXPECT_EQ(GetParam().set(nullptr, 5), RPMA_E_INVAL);
+}
 
 TEST_P(ConnCfgSize, GetInvalCfgNull) {
     uint32_t got = 12345;
@@ -158,7 +172,9 @@ TEST_P(ConnCfgSize, GetInvalCfgNull) {
     EXPECT_EQ(got, 12345u);
 }
 
-TEST_P(ConnCfgSize, GetInvalOutNull) { EXPECT_EQ(GetParam().get(cfg_, nullptr), RPMA_E_INVAL); }
+TEST_P(ConnCfgSize, GetInvalOutNull) {
+    EXPECT_EQ(GetParam().get(cfg_, nullptr), RPMA_E_INVAL);
+}
 
 TEST_P(ConnCfgSize, SizesAreIndependent) {
     ASSERT_EQ(GetParam().set(cfg_, 777), 0);
@@ -233,7 +249,9 @@ TEST_F(ConnCfg, GetSrqInvalCfgNull) {
     EXPECT_EQ(got, sentinel);
 }
 
-TEST_F(ConnCfg, GetSrqInvalOutNull) { EXPECT_EQ(rpma_conn_cfg_get_srq(cfg_, nullptr), RPMA_E_INVAL); }
+TEST_F(ConnCfg, GetSrqInvalOutNull) {
+    EXPECT_EQ(rpma_conn_cfg_get_srq(cfg_, nullptr), RPMA_E_INVAL);
+}
 
 TEST(ConnCfgObjects, AreIndependent) {
     rpma_conn_cfg *a = nullptr, *b = nullptr;

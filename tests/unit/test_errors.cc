@@ -8,9 +8,9 @@
 
 namespace {
 
-constexpr int kCodes[] = {RPMA_E_UNKNOWN,  RPMA_E_NOSUPP,         RPMA_E_PROVIDER,
-                          RPMA_E_NOMEM,    RPMA_E_INVAL,          RPMA_E_NO_COMPLETION,
-                          RPMA_E_NO_EVENT, RPMA_E_AGAIN,          RPMA_E_SHARED_CHANNEL,
+constexpr int kCodes[] = {RPMA_E_UNKNOWN,        RPMA_E_NOSUPP, RPMA_E_PROVIDER,
+                          RPMA_E_NOMEM,          RPMA_E_INVAL,  RPMA_E_NO_COMPLETION,
+                          RPMA_E_NO_EVENT,       RPMA_E_AGAIN,  RPMA_E_SHARED_CHANNEL,
                           RPMA_E_NOT_SHARED_CHNL};
 
 TEST(Err2Str, EveryCodeHasItsOwnMessage) {
@@ -47,7 +47,7 @@ TEST(Err2Str, ZeroIsSuccess) {
     for (int code : kCodes) EXPECT_STRNE(s, rpma_err_2str(code));
 }
 
-TEST(ConnEvent2Str, EveryEventHasItsOwnString) {
+TEST(ErrorsConnEvent2Str, EveryEventHasItsOwnString) {
     const rpma_conn_event events[] = {RPMA_CONN_UNDEFINED, RPMA_CONN_ESTABLISHED,
                                       RPMA_CONN_CLOSED,    RPMA_CONN_LOST,
                                       RPMA_CONN_REJECTED,  RPMA_CONN_UNREACHABLE};
@@ -64,7 +64,7 @@ TEST(ConnEvent2Str, EveryEventHasItsOwnString) {
               std::string::npos);
 }
 
-TEST(ConnEvent2Str, OutOfRangeValuesAreUnknown) {
+TEST(ErrorsConnEvent2Str, OutOfRangeValuesAreUnknown) {
     const char *unknown = rpma_utils_conn_event_2str(static_cast<rpma_conn_event>(5));
     ASSERT_NE(unknown, nullptr);
     EXPECT_NE(std::string(unknown).find("nknown"), std::string::npos) << unknown;

@@ -37,12 +37,12 @@ void capture(rpma_log_level level, const char *file_name, const int line_no,
     vsnprintf(buf, sizeof(buf), message_format, ap);
     va_end(ap);
     std::lock_guard<std::mutex> lock(g_mutex);
-    g_records.push_back({level, file_name ? file_name : "", line_no,
-                         function_name ? function_name : "", buf});
+    g_records.push_back(
+        {level, file_name ? file_name : "", line_no, function_name ? function_name : "", buf});
 }
 
 class Log : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         ASSERT_EQ(rpma_log_get_threshold(RPMA_LOG_THRESHOLD, &saved_main_), 0);
         ASSERT_EQ(rpma_log_get_threshold(RPMA_LOG_THRESHOLD_AUX, &saved_aux_), 0);
@@ -75,7 +75,7 @@ protected:
 
 // Sets an environment variable for one scope and restores the previous state.
 class ScopedEnv {
-public:
+  public:
     ScopedEnv(const char *name, const char *value) : name_(name) {
         if (const char *old = std::getenv(name)) old_ = old;
         if (value)
@@ -90,7 +90,7 @@ public:
             unsetenv(name_);
     }
 
-private:
+  private:
     const char *name_;
     std::optional<std::string> old_;
 };
@@ -226,9 +226,8 @@ TEST_F(Log, MainThresholdFiltersBeforeTheFunction) {
             std::lock_guard<std::mutex> lock(g_mutex);
             g_records.clear();
         }
-        ASSERT_EQ(rpma_log_set_threshold(RPMA_LOG_THRESHOLD,
-                                         static_cast<rpma_log_level>(threshold)),
-                  0);
+        ASSERT_EQ(
+            rpma_log_set_threshold(RPMA_LOG_THRESHOLD, static_cast<rpma_log_level>(threshold)), 0);
         RPMA_LOG_FATAL("0");
         RPMA_LOG_ERROR("1");
         RPMA_LOG_WARNING("2");
@@ -287,9 +286,10 @@ TEST_F(Log, DefaultFunctionWritesStderrLineAtOrBelowAux) {
     std::string err = testing::internal::GetCapturedStderr();
 
     // "<date> <time>.<usec> [<tid>] WARNING test_log.cc:<line> TestBody(): <message>\n"
-    std::regex re("^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}\\.\\d{6} \\[\\d+\\] WARNING "
-                  "test_log\\.cc:" +
-                  std::to_string(line) + " TestBody\\(\\): disk sda is 93% full\n$");
+    std::regex re(
+        "^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}\\.\\d{6} \\[\\d+\\] WARNING "
+        "test_log\\.cc:" +
+        std::to_string(line) + " TestBody\\(\\): disk sda is 93% full\n$");
     EXPECT_TRUE(std::regex_match(err, re)) << err;
     EXPECT_EQ(err.find("below the aux threshold"), std::string::npos);
 }
@@ -440,8 +440,8 @@ TEST_F(Log, SwappingFunctionWhileLoggingIsSafe) {
 
     // Loggers run until the swapper is done, so every swap happens while messages are in flight.
     // Bounded by count and by time; slow builds (sanitizers) stop at the deadline.
-    constexpr int kThreads = 4, kSwaps = 2000;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    constexpr int kThreads = 4, kSwaps = 1000;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     std::atomic<bool> done{false};
     std::atomic<int> started{0};
     std::atomic<int> logged{0};
@@ -455,23 +455,29 @@ TEST_F(Log, SwappingFunctionWhileLoggingIsSafe) {
             }
         });
     }
-    while (started.load() < kThreads) std::this_thread::yield();
+    // Swap only once every logger is busy.
+    while ((started.load() < kThreads || logged.load() < 100 * kThreads) &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::yield();
     int swaps = 0;
     for (; swaps < kSwaps && std::chrono::steady_clock::now() < deadline; swaps++) {
-        // Let some messages through between swaps, so both counters see traffic.
-        for (int seen = logged.load(); logged.load() == seen &&
-                                       std::chrono::steady_clock::now() < deadline;)
-            std::this_thread::yield();
         // Mostly the two counters; now and then the default (syslog only, AUX is disabled).
-        rpma_log_function *fn = (swaps % 500 == 499) ? RPMA_LOG_USE_DEFAULT_FUNCTION
-                                : (swaps % 2)        ? counter_b
-                                                     : counter_a;
+        // After each swap, spin until the new function has been used, so swaps and messages
+        // really interleave even when the scheduler runs the threads in bursts.
+        bool to_default = swaps % 500 == 499;
+        std::atomic<int> &progress = to_default ? logged : (swaps % 2) ? g_count_b : g_count_a;
+        int seen = progress.load();
+        rpma_log_function *fn = to_default    ? RPMA_LOG_USE_DEFAULT_FUNCTION
+                                : (swaps % 2) ? counter_b
+                                              : counter_a;
         ASSERT_EQ(rpma_log_set_function(fn), 0);
+        while (progress.load() < seen + 2 && std::chrono::steady_clock::now() < deadline) {
+        }
     }
     done = true;
     for (auto &th : loggers) th.join();
 
-    EXPECT_GE(swaps, 100);
+    EXPECT_GE(swaps, 100);  // fewer only if a sanitizer build hit the deadline
     EXPECT_EQ(g_malformed.load(), 0);
     EXPECT_GT(g_count_a.load(), 0);
     EXPECT_GT(g_count_b.load(), 0);

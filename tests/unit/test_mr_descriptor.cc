@@ -18,10 +18,11 @@ using rpma::encode_mr_descriptor;
 using rpma::kMrDescriptorSize;
 using rpma::MrDescriptor;
 
-// addr 0x0102030405060708, size 0x1112131415161718, rkey 0xa1b2c3d4, usage READ_SRC|WRITE_DST|PERSISTENT
-const MrDescriptor kSample = {0x0102030405060708ull, 0x1112131415161718ull, 0xa1b2c3d4u,
-                              RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_DST |
-                                  RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT};
+// addr 0x0102030405060708, size 0x1112131415161718, rkey 0xa1b2c3d4, usage
+// READ_SRC|WRITE_DST|PERSISTENT
+const MrDescriptor kSample = {
+    0x0102030405060708ull, 0x1112131415161718ull, 0xa1b2c3d4u,
+    RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT};
 const uint8_t kSampleBytes[21] = {
     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // addr, least significant byte first
     0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11,  // size
@@ -114,8 +115,8 @@ TEST(MrDescriptor, DecodeInvalNullPointers) {
 
 // ---- rpma_mr_remote_* ----
 
-class MrRemote : public ::testing::Test {
-protected:
+class MrRemoteDescriptor : public ::testing::Test {
+  protected:
     void SetUp() override {
         ASSERT_EQ(rpma_mr_remote_from_descriptor(kSampleBytes, sizeof(kSampleBytes), &mr_), 0);
         ASSERT_NE(mr_, nullptr);
@@ -124,7 +125,7 @@ protected:
     rpma_mr_remote *mr_ = nullptr;
 };
 
-TEST_F(MrRemote, FromDescriptorKeepsEveryField) {
+TEST_F(MrRemoteDescriptor, FromDescriptorKeepsEveryField) {
     const auto *m = reinterpret_cast<const rpma::MrRemote *>(mr_);
     EXPECT_EQ(m->addr(), kSample.addr);
     EXPECT_EQ(m->size(), kSample.size);
@@ -132,39 +133,39 @@ TEST_F(MrRemote, FromDescriptorKeepsEveryField) {
     EXPECT_EQ(m->usage(), kSample.usage);
 }
 
-TEST_F(MrRemote, GetSize) {
+TEST_F(MrRemoteDescriptor, GetSize) {
     size_t size = 0;
     ASSERT_EQ(rpma_mr_remote_get_size(mr_, &size), 0);
     EXPECT_EQ(size, static_cast<size_t>(kSample.size));
 }
 
-TEST_F(MrRemote, GetSizeInvalMrNull) {
+TEST_F(MrRemoteDescriptor, GetSizeInvalMrNull) {
     size_t size = 5;
     EXPECT_EQ(rpma_mr_remote_get_size(nullptr, &size), RPMA_E_INVAL);
     EXPECT_EQ(size, 5u);
 }
 
-TEST_F(MrRemote, GetSizeInvalSizeNull) {
+TEST_F(MrRemoteDescriptor, GetSizeInvalSizeNull) {
     EXPECT_EQ(rpma_mr_remote_get_size(mr_, nullptr), RPMA_E_INVAL);
 }
 
-TEST_F(MrRemote, GetFlushType) {
+TEST_F(MrRemoteDescriptor, GetFlushType) {
     int ft = -1;
     ASSERT_EQ(rpma_mr_remote_get_flush_type(mr_, &ft), 0);
     EXPECT_EQ(ft, RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT);
 }
 
-TEST_F(MrRemote, GetFlushTypeInvalMrNull) {
+TEST_F(MrRemoteDescriptor, GetFlushTypeInvalMrNull) {
     int ft = 77;
     EXPECT_EQ(rpma_mr_remote_get_flush_type(nullptr, &ft), RPMA_E_INVAL);
     EXPECT_EQ(ft, 77);
 }
 
-TEST_F(MrRemote, GetFlushTypeInvalFlushTypeNull) {
+TEST_F(MrRemoteDescriptor, GetFlushTypeInvalFlushTypeNull) {
     EXPECT_EQ(rpma_mr_remote_get_flush_type(mr_, nullptr), RPMA_E_INVAL);
 }
 
-TEST(MrRemoteFlushType, IsTheUsageFlushBits) {
+TEST(MrRemoteDescriptorFlushType, IsTheUsageFlushBits) {
     constexpr int kVis = RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY;
     constexpr int kPers = RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT;
     const struct {
@@ -254,19 +255,21 @@ TEST(MrRemoteFromDescriptor, NomemLeavesMrPtrAlone) {
     EXPECT_EQ(mr, sentinel);
 }
 
-TEST(MrRemoteDelete, SetsPointerToNull) {
+TEST(MrRemoteDescriptorDelete, SetsPointerToNull) {
     rpma_mr_remote *mr = nullptr;
     ASSERT_EQ(rpma_mr_remote_from_descriptor(kSampleBytes, sizeof(kSampleBytes), &mr), 0);
     EXPECT_EQ(rpma_mr_remote_delete(&mr), 0);
     EXPECT_EQ(mr, nullptr);
 }
 
-TEST(MrRemoteDelete, NullObjectIsNoop) {
+TEST(MrRemoteDescriptorDelete, NullObjectIsNoop) {
     rpma_mr_remote *mr = nullptr;
     EXPECT_EQ(rpma_mr_remote_delete(&mr), 0);
     EXPECT_EQ(mr, nullptr);
 }
 
-TEST(MrRemoteDelete, InvalMrPtrNull) { EXPECT_EQ(rpma_mr_remote_delete(nullptr), RPMA_E_INVAL); }
+TEST(MrRemoteDescriptorDelete, InvalMrPtrNull) {
+    EXPECT_EQ(rpma_mr_remote_delete(nullptr), RPMA_E_INVAL);
+}
 
 }  // namespace

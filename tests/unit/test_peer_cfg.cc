@@ -10,7 +10,7 @@
 namespace {
 
 class PeerCfg : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { ASSERT_EQ(rpma_peer_cfg_new(&pcfg_), 0); }
     void TearDown() override { EXPECT_EQ(rpma_peer_cfg_delete(&pcfg_), 0); }
     rpma_peer_cfg *pcfg_ = nullptr;
@@ -24,7 +24,9 @@ TEST_F(PeerCfg, NewDefaultsToNoDirectWrite) {
     EXPECT_FALSE(reinterpret_cast<const rpma::PeerCfg *>(pcfg_)->direct_write_to_pmem());
 }
 
-TEST(PeerCfgNew, InvalPcfgPtrNull) { EXPECT_EQ(rpma_peer_cfg_new(nullptr), RPMA_E_INVAL); }
+TEST(PeerCfgNew, InvalPcfgPtrNull) {
+    EXPECT_EQ(rpma_peer_cfg_new(nullptr), RPMA_E_INVAL);
+}
 
 TEST(PeerCfgNew, NomemLeavesPcfgPtrAlone) {
     auto *sentinel = reinterpret_cast<rpma_peer_cfg *>(0x1234);
@@ -51,7 +53,9 @@ TEST(PeerCfgDelete, NullObjectIsNoop) {
     EXPECT_EQ(pcfg, nullptr);
 }
 
-TEST(PeerCfgDelete, InvalPcfgPtrNull) { EXPECT_EQ(rpma_peer_cfg_delete(nullptr), RPMA_E_INVAL); }
+TEST(PeerCfgDelete, InvalPcfgPtrNull) {
+    EXPECT_EQ(rpma_peer_cfg_delete(nullptr), RPMA_E_INVAL);
+}
 
 TEST_F(PeerCfg, DirectWriteRoundTrip) {
     bool supported = false;

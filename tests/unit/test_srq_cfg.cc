@@ -8,7 +8,7 @@
 namespace {
 
 class SrqCfg : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { ASSERT_EQ(rpma_srq_cfg_new(&cfg_), 0); }
     void TearDown() override { EXPECT_EQ(rpma_srq_cfg_delete(&cfg_), 0); }
     rpma_srq_cfg *cfg_ = nullptr;
@@ -29,7 +29,9 @@ TEST(SrqCfgCore, DefaultsObject) {
     EXPECT_EQ(&rpma::SrqCfg::defaults(), &rpma::SrqCfg::defaults());
 }
 
-TEST(SrqCfgNew, InvalCfgPtrNull) { EXPECT_EQ(rpma_srq_cfg_new(nullptr), RPMA_E_INVAL); }
+TEST(SrqCfgNew, InvalCfgPtrNull) {
+    EXPECT_EQ(rpma_srq_cfg_new(nullptr), RPMA_E_INVAL);
+}
 
 TEST(SrqCfgNew, NomemLeavesCfgPtrAlone) {
     auto *sentinel = reinterpret_cast<rpma_srq_cfg *>(0x1234);
@@ -56,7 +58,9 @@ TEST(SrqCfgDelete, NullObjectIsNoop) {
     EXPECT_EQ(cfg, nullptr);
 }
 
-TEST(SrqCfgDelete, InvalCfgPtrNull) { EXPECT_EQ(rpma_srq_cfg_delete(nullptr), RPMA_E_INVAL); }
+TEST(SrqCfgDelete, InvalCfgPtrNull) {
+    EXPECT_EQ(rpma_srq_cfg_delete(nullptr), RPMA_E_INVAL);
+}
 
 TEST_F(SrqCfg, RqSizeRoundTrip) {
     for (uint32_t v : {0u, 1u, 512u, 0xffffffffu}) {
@@ -84,7 +88,9 @@ TEST_F(SrqCfg, RcqSizeRoundTripIncludingZero) {
     EXPECT_EQ(rq, 100u);
 }
 
-TEST_F(SrqCfg, SetRqSizeInvalCfgNull) { EXPECT_EQ(rpma_srq_cfg_set_rq_size(nullptr, 5), RPMA_E_INVAL); }
+TEST_F(SrqCfg, SetRqSizeInvalCfgNull) {
+    EXPECT_EQ(rpma_srq_cfg_set_rq_size(nullptr, 5), RPMA_E_INVAL);
+}
 
 TEST_F(SrqCfg, GetRqSizeInvalCfgNull) {
     uint32_t got = 7;
@@ -92,7 +98,9 @@ TEST_F(SrqCfg, GetRqSizeInvalCfgNull) {
     EXPECT_EQ(got, 7u);
 }
 
-TEST_F(SrqCfg, GetRqSizeInvalOutNull) { EXPECT_EQ(rpma_srq_cfg_get_rq_size(cfg_, nullptr), RPMA_E_INVAL); }
+TEST_F(SrqCfg, GetRqSizeInvalOutNull) {
+    EXPECT_EQ(rpma_srq_cfg_get_rq_size(cfg_, nullptr), RPMA_E_INVAL);
+}
 
 TEST_F(SrqCfg, SetRcqSizeInvalCfgNull) {
     EXPECT_EQ(rpma_srq_cfg_set_rcq_size(nullptr, 5), RPMA_E_INVAL);

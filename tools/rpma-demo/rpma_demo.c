@@ -354,12 +354,12 @@ static int run_client(const char *port, int iters) {
     if ((ret = write_flush(&c, SIGNATURE_LEN, RPMA_FLUSH_TYPE_PERSISTENT))) return ret;
 
     printf("rpma loopback demo: %s:%s, %d iterations per size, data verified\n", ADDR, port, iters);
-    printf("  %-28s %8s %14s\n", "operation", "size", "result");
+    printf("  %-27s %8s %16s\n", "operation", "size", "average");
     for (int i = 0; i < 2; i++) {
-        printf("  %-28s %6zu B %11.2f us\n", "write + flush(PERSISTENT)", sizes[i], wf[i]);
-        printf("  %-28s %6zu B %11.2f us\n", "read", sizes[i], rd[i]);
+        printf("  %-27s %4zu %-3s %13.2f us\n", "write + flush(PERSISTENT)", sizes[i], "B", wf[i]);
+        printf("  %-27s %4zu %-3s %13.2f us\n", "read", sizes[i], "B", rd[i]);
     }
-    printf("  %-28s %6u K %8.1f MiB/s\n", "write bandwidth", BW_BLOCK >> 10, bw);
+    printf("  %-27s %4u %-3s %10.1f MiB/s\n", "write bandwidth", BW_BLOCK >> 10, "KiB", bw);
 
     /* orderly teardown: disconnect, wait for CLOSED, then delete */
     TRY(rpma_conn_disconnect(c.conn));

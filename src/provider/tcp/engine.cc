@@ -137,7 +137,6 @@ void Engine::fire_timers() {
 }
 
 void Engine::loop() {
-    loop_id_ = std::this_thread::get_id();
     epoll_event evs[64];
     while (!stop_) {
         int n = ::epoll_wait(epfd_.get(), evs, 64, next_timeout_ms());

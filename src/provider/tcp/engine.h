@@ -50,7 +50,7 @@ public:
     // Runs fn on the engine thread: async, or sync (returns after fn ran).
     void post(std::function<void()> fn);
     void run_sync(std::function<void()> fn);
-    bool in_loop() const noexcept { return std::this_thread::get_id() == loop_id_; }
+    bool in_loop() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
 
 private:
     struct Entry {
@@ -68,7 +68,6 @@ private:
     bool ok_ = false;
     std::atomic<bool> stop_{false};
     std::thread thread_;
-    std::thread::id loop_id_;
 
     std::mutex mu_;  // guards commands_
     std::vector<std::function<void()>> commands_;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -311,18 +312,37 @@ void QueuePair::lost(const char *why) {
     post_event(RPMA_CONN_LOST);
 }
 
+void QueuePair::append_ack(Stream &s) {
+    FrameHeader a{};
+    a.op = static_cast<uint8_t>(Op::kAck);
+    a.aux = resp_seq_;
+    resp_acked_ = resp_seq_;
+    ack_wanted_ = false;
+    enqueue(s, TxItem{a, nullptr, 0, nullptr});
+}
+
 void QueuePair::send_disconnect() {
-    // cm_mu_ held by the caller
-    disc_sent_ = true;
+    // Runs on the engine thread, which owns the responder state: everything executed is
+    // acknowledged before the stream ends, so the peer never flushes work that was done.
     FrameHeader h{};
     h.op = static_cast<uint8_t>(Op::kDisconnect);
-    for (Stream *s : {&main_, &join_}) send_frame(*s, h);
+    for (Stream *s : {&main_, &join_}) {
+        std::lock_guard lk(s->mu);
+        if (s == &resp() && !resp_error_ && resp_seq_ > resp_acked_) append_ack(*s);
+        enqueue(*s, TxItem{h, nullptr, 0, nullptr});
+        flush_tx(*s);
+    }
 }
 
 int QueuePair::disconnect() {
-    std::lock_guard lk(cm_mu_);
-    if (cm_ != Cm::kEstablished || disc_sent_) return 0;
-    send_disconnect();
+    {
+        std::lock_guard lk(cm_mu_);
+        if (cm_ != Cm::kEstablished || disc_sent_) return 0;
+        disc_sent_ = true;
+    }
+    engine_->post([w = weak_from_this()] {
+        if (auto self = w.lock()) self->send_disconnect();
+    });
     return 0;
 }
 
@@ -330,7 +350,16 @@ void QueuePair::maybe_closed() {
     {
         std::lock_guard lk(cm_mu_);
         if (cm_ != Cm::kEstablished) return;
-        if (!disc_sent_) send_disconnect();  // answer the peer's disconnect, as a DREP would
+        if (!disc_sent_) {
+            disc_sent_ = true;  // answer the peer's disconnect, as a DREP would
+            if (engine_->in_loop()) {
+                send_disconnect();
+            } else {
+                engine_->post([w = weak_from_this()] {
+                    if (auto self = w.lock()) self->send_disconnect();
+                });
+            }
+        }
         if (!(main_.disc_rx && join_.disc_rx)) return;
         cm_ = Cm::kDone;
     }
@@ -357,6 +386,9 @@ void QueuePair::update_mask(Stream &s) {
     if (!s.key) return;
     uint32_t m = 0;
     if (s.rx_on) m |= s.stalled ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
+    // Answers are edge-triggered, so a waiter that drives the stream (drive) does not make
+    // the engine spin; whoever holds rx_mu reads to EAGAIN and rx_pending covers the gaps.
+    if (s.is_request_stream) m |= EPOLLET;
     if (s.want_out) m |= EPOLLOUT;
     engine_->modify(s.fd.get(), s.key, m);
 }
@@ -468,6 +500,11 @@ int QueuePair::post_send(const SendWr &wr) {
     FrameHeader h{};
     h.op = static_cast<uint8_t>(wr.op);
     h.flags = wr.flags;
+    // Only signaled requests need a prompt ACK; unsignaled ones ask now and then to free slots.
+    if (wr.signaled || ++unsignaled_run_ >= std::max(1u, cfg_.sq_size / 2)) {
+        h.flags |= kAckRequested;
+        unsignaled_run_ = 0;
+    }
     h.imm = wr.imm;
     h.length = wr.len;
     h.rkey = wr.rkey;
@@ -591,14 +628,28 @@ void QueuePair::on_events(int fd, uint32_t events) {
             lost("the peer went away while its send waited for a receive");
             return;
         }
-        read_stream(s);
+        read_stream_locked(s);
     }
+}
+
+void QueuePair::read_stream_locked(Stream &s) {
+    std::unique_lock rl(s.rx_mu, std::try_to_lock);
+    if (!rl) {
+        s.rx_pending.store(true);
+        if (!rl.try_lock()) return;  // the holder sees rx_pending when it lets go
+    }
+    do {
+        s.rx_pending.store(false);
+        read_stream(s);
+    } while (s.rx_pending.load());
 }
 
 void QueuePair::recv_posted() {
     engine_->post([w = weak_from_this()] {
         auto self = w.lock();
-        if (!self || !self->resp().stalled) return;
+        if (!self) return;
+        std::lock_guard rl(self->resp().rx_mu);
+        if (!self->resp().stalled) return;
         self->resp().stalled = false;
         {
             std::lock_guard lk(self->resp().mu);
@@ -606,6 +657,24 @@ void QueuePair::recv_posted() {
         }
         self->read_stream(self->resp());
     });
+}
+
+void QueuePair::drive(int channel_fd) {
+    Stream &s = req();
+    std::unique_lock rl(s.rx_mu);
+    bool ok;
+    {
+        std::lock_guard lk(s.mu);
+        ok = s.key != 0 && s.rx_on;
+    }
+    if (!ok) rl.unlock();
+    // Holding rx_mu across the poll keeps the engine off this stream: one wake-up, not two.
+    pollfd p[2] = {{channel_fd, POLLIN, 0}, {s.fd.get(), POLLIN, 0}};
+    int n = ::poll(p, ok ? 2 : 1, -1);
+    if (!ok) return;
+    if (n > 0 && p[1].revents) read_stream(s);
+    rl.unlock();
+    if (s.rx_pending.load()) read_stream_locked(s);
 }
 
 void QueuePair::nak(uint64_t seq, NakStatus st) {
@@ -637,6 +706,7 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
     }
     bool carries = op == Op::kWrite || op == Op::kWriteImm || op == Op::kSend ||
                    op == Op::kSendImm;
+    if (h.flags & kAckRequested) ack_wanted_ = true;
     auto discard_payload = [&] {
         if (carries) {
             s.payload = Payload::kDiscard;
@@ -897,7 +967,12 @@ void QueuePair::read_stream(Stream &s) {
         }
         if (s.rx == Rx::kPayload) {
             st = rx_payload(s);
-            if (st == Step::kContinue && --budget <= 0) break;
+            if (st == Step::kContinue && --budget <= 0) {
+                engine_->post([w = weak_from_this(), sp = &s] {
+                    if (auto self = w.lock()) self->read_stream_locked(*sp);
+                });
+                break;
+            }
             continue;
         }
         if (s.tail - s.head >= kHeaderSize) {
@@ -913,7 +988,13 @@ void QueuePair::read_stream(Stream &s) {
             if (st == Step::kStop) break;
             continue;
         }
-        if (--budget <= 0) break;
+        if (--budget <= 0) {
+            // more input may be waiting and an edge-triggered stream will not say so again
+            engine_->post([w = weak_from_this(), sp = &s] {
+                if (auto self = w.lock()) self->read_stream_locked(*sp);
+            });
+            break;
+        }
         if (s.head > 0) {
             std::memmove(s.buf.get(), s.buf.get() + s.head, s.tail - s.head);
             s.tail -= s.head;
@@ -932,13 +1013,9 @@ void QueuePair::read_stream(Stream &s) {
         lost(errno ? strerror(errno) : "protocol error");
         return;
     }
-    if (responder && resp_seq_ > resp_acked_ && !resp_error_) {
-        FrameHeader a{};
-        a.op = static_cast<uint8_t>(Op::kAck);
-        a.aux = resp_seq_;
-        resp_acked_ = resp_seq_;
+    if (responder && ack_wanted_ && resp_seq_ > resp_acked_ && !resp_error_) {
         std::lock_guard lk(s.mu);
-        enqueue(s, TxItem{a, nullptr, 0, nullptr});
+        append_ack(s);
     }
     {
         std::lock_guard lk(s.mu);

@@ -11,6 +11,7 @@
 #include <librpma.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "core/fd.h"
+#include "core/cq.h"
 #include "core/fd_queue.h"
 #include "core/recv_queue.h"
 #include "provider/tcp/engine.h"
@@ -55,7 +57,7 @@ struct SendWr {
     uint8_t flags = 0;
 };
 
-class QueuePair final : public Handler, public RecvWaiter,
+class QueuePair final : public Handler, public RecvWaiter, public CqDriver,
                         public std::enable_shared_from_this<QueuePair> {
 public:
     static std::shared_ptr<QueuePair> create(Engine *engine, MrTable *mrs, const QpConfig &cfg,
@@ -83,6 +85,7 @@ public:
     void on_events(int fd, uint32_t events) override;
     void on_timer() override;
     void recv_posted() override;
+    void drive(int channel_fd) override;
 
 private:
     enum class Cm { kIdle, kConnecting, kAwaitReply, kEstablished, kDone };
@@ -119,6 +122,8 @@ private:
         size_t tx_off = 0;
         bool want_out = false;
         bool rx_on = false;
+        std::mutex rx_mu;  // whoever reads the stream holds it, a driving waiter included
+        std::atomic<bool> rx_pending{false};  // input arrived while someone else held rx_mu
     };
 
     struct Outstanding {
@@ -143,7 +148,8 @@ private:
     void send_frame(Stream &s, const FrameHeader &h);
 
     // rx
-    void read_stream(Stream &s);
+    void read_stream(Stream &s);  // s.rx_mu held
+    void read_stream_locked(Stream &s);  // takes s.rx_mu, or leaves the work to its holder
     enum class Step { kContinue, kBlock, kStall, kFatal, kStop };
     Step responder_header(Stream &s, const FrameHeader &h);
     Step completer_header(Stream &s, const FrameHeader &h);
@@ -165,7 +171,8 @@ private:
     void fail_connect(rpma_conn_event ev);
     void lost(const char *why);
     void maybe_closed();
-    void send_disconnect();
+    void send_disconnect();  // engine thread
+    void append_ack(Stream &s);  // engine thread, s.mu held
     void remove_stream(Stream &s);
     void post_event(rpma_conn_event ev) { events_->push(ev); }
 
@@ -193,11 +200,13 @@ private:
     uint64_t next_seq_ = 1;
     std::deque<Outstanding> outstanding_;
     uint32_t unreclaimed_ = 0;  // unsignaled WRs done but still holding SQ slots
+    uint32_t unsignaled_run_ = 0;  // unsignaled WRs posted since the last ACK request
 
     // responder state (engine thread)
     uint64_t resp_seq_ = 0;    // last request executed
     uint64_t resp_acked_ = 0;  // last acknowledged
     bool resp_error_ = false;
+    bool ack_wanted_ = false;  // an executed request asked for an ACK
     std::optional<PostedRecv> cur_recv_;
     uint32_t cur_imm_ = 0;
     bool cur_has_imm_ = false;

@@ -31,7 +31,10 @@ enum class Op : uint8_t {
     kDisconnect = 32,
 };
 
-enum FlushFlags : uint8_t { kFlushPersistent = 1 };
+enum FrameFlags : uint8_t {
+    kFlushPersistent = 1,  // flush: to persistence, not only visibility
+    kAckRequested = 0x80,  // request: answer with an ACK now (signaled, or the SQ needs slots)
+};
 
 // NAK statuses on the wire; mapped to ibv_wc_status at the requester.
 enum class NakStatus : uint16_t { kAccess = 1, kInvalidRequest = 2, kOperation = 3 };
