@@ -11,7 +11,7 @@ sanitize=${2:-}
 cc=${3:-cc}
 case $sanitize in
 '') san_flags=() ;;
-address) san_flags=(-fsanitize=address,undefined) ;;
+address) san_flags=('-fsanitize=address,undefined') ;;
 thread) san_flags=(-fsanitize=thread) ;;
 *) echo "unknown sanitizer '$sanitize'" >&2; exit 2 ;;
 esac

@@ -32,6 +32,8 @@ void it_init(int argc, char *argv[], struct it_args *args) {
     /* the alarm's default action ends the process: a hung wait never outlives the test */
     alarm(IT_ALARM_S);
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* the library's own errors and warnings go to stderr, into the test's log */
+    CHECK_OK(rpma_log_set_threshold(RPMA_LOG_THRESHOLD_AUX, RPMA_LOG_LEVEL_WARNING));
     if (argc < 4) usage(argv[0]);
     if (strcmp(argv[1], "server") == 0)
         args->server = true;

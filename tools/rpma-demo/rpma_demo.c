@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -418,6 +419,7 @@ int main(int argc, char *argv[]) {
     /* a port per run keeps parallel runs apart; the server walks up from here if taken */
     int port_base = 20000 + (int)(getpid() % 20000);
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         perror("fork");
@@ -425,6 +427,9 @@ int main(int argc, char *argv[]) {
     }
     if (pid == 0) {
         close(fds[0]);
+        /* if the client dies (e.g. a crash), nobody will close our connection: go with it */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(1);
         alarm(DEADLINE_S);
         _exit(serve(fds[1], port_base) ? 1 : 0);
     }

@@ -102,8 +102,9 @@ int QueuePair::connect(const sockaddr_storage &addr, socklen_t len, const void *
     is_client_ = true;
     main_.is_request_stream = true;
     token_ = random_token();
-    local_pdata_.assign(static_cast<const uint8_t *>(pdata),
-                        static_cast<const uint8_t *>(pdata) + pdata_len);
+    if (pdata_len)
+        local_pdata_.assign(static_cast<const uint8_t *>(pdata),
+                            static_cast<const uint8_t *>(pdata) + pdata_len);
     {
         std::lock_guard lk(cm_mu_);
         cm_ = Cm::kConnecting;
@@ -126,10 +127,16 @@ int QueuePair::connect(const sockaddr_storage &addr, socklen_t len, const void *
     }
     auto self = shared_from_this();
     for (Stream *s : {&main_, &join_}) {
+        {
+            std::lock_guard lk(s->mu);
+            s->want_out = true;  // connect completion shows as writability
+        }
+        // No QP lock across add(): it waits for the engine thread, which may need one.
+        uint64_t key = engine_->add(s->fd.get(), EPOLLOUT, self);
+        if (key == 0) return RPMA_E_PROVIDER;
         std::lock_guard lk(s->mu);
-        s->want_out = true;  // connect completion shows as writability
-        s->key = engine_->add(s->fd.get(), EPOLLOUT, self);
-        if (s->key == 0) return RPMA_E_PROVIDER;
+        s->key = key;
+        update_mask(*s);  // the engine may have moved on while the key was unknown
     }
     engine_->add_timer(deadline_, weak_from_this());
     return 0;
@@ -151,6 +158,10 @@ void QueuePair::fail_connect(rpma_conn_event ev) {
 }
 
 void QueuePair::handshake_out(Stream &s) {
+    {
+        std::lock_guard lk(s.mu);
+        if (s.connected) return;  // Hello sent already; a late writability event
+    }
     int err = 0;
     socklen_t el = sizeof(err);
     if (::getsockopt(s.fd.get(), SOL_SOCKET, SO_ERROR, &err, &el) != 0) err = errno;
@@ -168,7 +179,7 @@ void QueuePair::handshake_out(Stream &s) {
     h.qp_num = qp_num_;
     if (&s == &main_) {
         h.pdata_len = static_cast<uint8_t>(local_pdata_.size());
-        std::memcpy(h.pdata, local_pdata_.data(), local_pdata_.size());
+        if (!local_pdata_.empty()) std::memcpy(h.pdata, local_pdata_.data(), local_pdata_.size());
     }
     if (!write_all_small(s.fd.get(), &h, sizeof(h))) {
         RPMA_LOG_NOTICE("sending the connection request failed: %m");
@@ -231,31 +242,37 @@ int QueuePair::accept(Fd main, Fd join, uint32_t remote_qp,
     remote_pdata_ = client_pdata;
     main_.fd = std::move(main);
     join_.fd = std::move(join);
+    // ESTABLISHED is queued and the streams are served before the client hears the answer, so
+    // whatever the client does next (even a disconnect) lands after it.
+    {
+        std::lock_guard lk(cm_mu_);
+        cm_ = Cm::kEstablished;
+    }
+    post_event(RPMA_CONN_ESTABLISHED);
+    auto self = shared_from_this();
+    for (Stream *s : {&main_, &join_}) {
+        set_socket_options(s->fd.get());
+        s->buf.reset(new char[kStagingSize]);
+        {
+            std::lock_guard lk(s->mu);
+            s->connected = true;
+            s->rx_on = true;
+        }
+        // No QP lock across add(): it waits for the engine thread, which may need one.
+        uint64_t key = engine_->add(s->fd.get(), EPOLLIN | EPOLLRDHUP, self);
+        if (key == 0) return RPMA_E_PROVIDER;
+        std::lock_guard lk(s->mu);
+        s->key = key;
+        update_mask(*s);
+    }
     Reply rep{};
     rep.magic = kMagic;
     rep.kind = static_cast<uint8_t>(ReplyKind::kAccept);
     rep.pdata_len = pdata_len;
     rep.qp_num = qp_num_;
     if (pdata_len) std::memcpy(rep.pdata, pdata, pdata_len);
-    if (!write_all_small(main_.fd.get(), &rep, sizeof(rep))) {
-        RPMA_LOG_ERROR("sending the accept failed: %m");
-        return RPMA_E_PROVIDER;
-    }
-    {
-        std::lock_guard lk(cm_mu_);
-        cm_ = Cm::kEstablished;
-    }
-    auto self = shared_from_this();
-    for (Stream *s : {&main_, &join_}) {
-        set_socket_options(s->fd.get());
-        s->buf.reset(new char[kStagingSize]);
-        std::lock_guard lk(s->mu);
-        s->connected = true;
-        s->rx_on = true;
-        s->key = engine_->add(s->fd.get(), EPOLLIN | EPOLLRDHUP, self);
-        if (s->key == 0) return RPMA_E_PROVIDER;
-    }
-    post_event(RPMA_CONN_ESTABLISHED);
+    // Nothing else is written on the main stream before the client has this answer.
+    if (!write_all_small(main_.fd.get(), &rep, sizeof(rep))) lost("sending the accept failed");
     return 0;
 }
 

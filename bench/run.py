@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""run.py -- rpma-perf side by side with raw TCP, libfabric (tcp provider) and UCX (UCX_TLS=tcp),
+all over loopback. Each case runs every peer back to back; the whole set is repeated RUNS times
+and the medians are reported. Called by bench/run.sh, which builds the programs first."""
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+KiB, MiB = 1 << 10, 1 << 20
+SIZES = [("4k", 4 * KiB), ("64k", 64 * KiB), ("1m", 1 * MiB)]
+DEPTH = 32
+
+# (case, kind, size, spin); kind: write | read (bandwidth) or lat (8-byte round trip)
+CASES = [(f"write_{n}", "write", s, False) for n, s in SIZES] + \
+        [(f"read_{n}", "read", s, False) for n, s in SIZES] + \
+        [("lat_blocking", "lat", 8, False), ("lat_busy_poll", "lat", 8, True)]
+
+# (case, peer, relation, value): rpma/peer must satisfy it (>= for bandwidth, <= for latency)
+TARGETS = [("write_64k", "tcp", ">=", 1.0), ("write_64k", "libfabric", ">=", 1.0),
+           ("write_1m", "tcp", ">=", 1.0), ("write_1m", "libfabric", ">=", 1.0),
+           ("write_4k", "libfabric", ">=", 1.3), ("read_64k", "tcp", ">=", 1.0),
+           ("lat_blocking", "tcp", "<=", 1.05), ("lat_busy_poll", "tcp", "<=", 1.2)]
+
+PEERS = ["rpma", "tcp", "libfabric", "ucx"]
+
+
+class Runner:
+    def __init__(self, args):
+        self.a = args
+        self.port = 48000
+        self.ucx_port = 49500
+
+    def next_port(self):
+        self.port = 48000 + (self.port - 48000 + 1) % 900
+        return self.port
+
+    def run_json(self, cmd, env=None, timeout=None):
+        t = timeout or (self.a.time * 4 + 60)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=t, env=env)
+        if p.returncode != 0:
+            raise RuntimeError(f"exit {p.returncode}: {p.stderr.strip()[-300:]}")
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    # each returns (metric value, extra dict, command string)
+    def rpma(self, kind, size, spin):
+        cmd = [self.a.perf, "loopback", "--port", str(self.next_port()), "--time",
+               str(self.a.time), "--json"]
+        if kind == "lat":
+            cmd += ["--op", "write-flush", "--size", str(size), "--iodepth", "1"]
+        else:
+            cmd += ["--op", kind, "--size", str(size), "--iodepth", str(DEPTH)]
+        if spin:
+            cmd.append("--busy-poll")
+        j = self.run_json(cmd)
+        if not j.get("verified"):
+            raise RuntimeError("rpma-perf data check failed")
+        v = j["lat_us"]["p50"] if kind == "lat" else j["bw_bytes_per_s"] / MiB
+        return v, {"client_cpu_s": j["client_cpu_s"], "server_cpu_s": j["server_cpu_s"],
+                   "p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"]}, cmd
+
+    def tcp(self, kind, size, spin):
+        if kind == "lat":
+            cmd = [self.a.tcp, "lat", "--size", str(size)] + (["--spin"] if spin else [])
+        else:  # a TCP stream is the reference for both directions
+            cmd = [self.a.tcp, "bw", "--size", str(size)]
+        cmd += ["--time", str(self.a.time), "--port", str(self.next_port() + 1000)]
+        j = self.run_json(cmd)
+        v = j["lat_us"]["p50"] if kind == "lat" else j["bw_bytes_per_s"] / MiB
+        return v, {"client_cpu_s": j["client_cpu_s"], "p99_us": j["lat_us"]["p99"],
+                   "mean_us": j["lat_us"]["mean"]}, cmd
+
+    def libfabric(self, kind, size, spin):
+        if not self.a.fabric:
+            return None
+        if kind == "lat":
+            cmd = [self.a.fabric, "lat", "--size", str(size)] + (["--spin"] if spin else [])
+        else:
+            cmd = [self.a.fabric, kind, "--size", str(size), "--iodepth", str(DEPTH)]
+        cmd += ["--time", str(self.a.time), "--port", str(self.next_port() + 2000)]
+        j = self.run_json(cmd)
+        v = j["lat_us"]["p50"] if kind == "lat" else j["bw_bytes_per_s"] / MiB
+        return v, {"client_cpu_s": j["client_cpu_s"], "server_cpu_s": j["server_cpu_s"],
+                   "p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"]}, cmd
+
+    def ucx(self, kind, size, spin):
+        if not self.a.ucx:
+            return None
+        if kind == "lat" and not spin:
+            return None  # ucx_perftest always polls its worker: no blocking latency test
+        test = {"write": "ucp_put_bw", "read": "ucp_get", "lat": "ucp_put_lat"}[kind]
+        # iteration counts aimed at about --time seconds at the rates seen on loopback
+        rate = {"write": 400e6 / size + 2000, "read": 25e6 / size + 100, "lat": 10000}[kind]
+        n = max(200, int(rate * self.a.time))
+        self.ucx_port = 49500 + (self.ucx_port - 49500 + 1) % 400
+        env = dict(os.environ, UCX_TLS="tcp", UCX_NET_DEVICES="lo")
+        srv = subprocess.Popen([self.a.ucx, "-p", str(self.ucx_port)], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.3)
+            cmd = [self.a.ucx, "127.0.0.1", "-p", str(self.ucx_port), "-t", test, "-s",
+                   str(size), "-n", str(n), "-w", str(max(10, n // 10))]
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                               timeout=self.a.time * 10 + 60)
+            final = [l for l in p.stdout.splitlines() if l.startswith("Final:")]
+            if p.returncode != 0 or not final:
+                raise RuntimeError(f"ucx_perftest exit {p.returncode}: "
+                                   f"{(p.stderr or p.stdout).strip()[-300:]}")
+            f = final[0].split()
+            # Final: iters p50 avg overall bw_avg bw_overall rate_avg rate_overall (bw in MiB/s)
+            if kind == "lat":
+                v = 2 * float(f[2])  # put_lat reports half the round trip
+                extra = {"one_way_p50_us": float(f[2])}
+            else:
+                v = float(f[6])
+                extra = {"iterations": n}
+            return v, extra, ["UCX_TLS=tcp"] + cmd
+        finally:
+            try:
+                srv.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                srv.kill()
+                srv.wait()
+
+
+def machine():
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cpus": os.cpu_count(), "cpu_model": model, "kernel": platform.release(),
+            "loadavg_start": os.getloadavg()[0]}
+
+
+def fmt(v, kind):
+    if v is None:
+        return "-"
+    return f"{v:.1f} us" if kind == "lat" else f"{v:.0f} MiB/s"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--perf", required=True)
+    ap.add_argument("--tcp", required=True)
+    ap.add_argument("--fabric", default="")
+    ap.add_argument("--ucx", default="")
+    ap.add_argument("--time", type=float, default=3.0)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--out", default="results.json")
+    ap.add_argument("--cases", default="", help="comma-separated subset of cases")
+    a = ap.parse_args()
+    r = Runner(a)
+    cases = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")]
+    info = machine()
+    samples = {(c[0], p): [] for c in cases for p in PEERS}
+    extras = {(c[0], p): [] for c in cases for p in PEERS}
+    cmds, errors = {}, {}
+    t_start = time.time()
+    for run in range(a.runs):
+        for case, kind, size, spin in cases:
+            for peer in PEERS:
+                try:
+                    res = getattr(r, peer)(kind, size, spin)
+                except Exception as e:  # one failed peer must not end the comparison
+                    errors.setdefault((case, peer), []).append(str(e))
+                    print(f"  run {run + 1} {case:14s} {peer:9s} FAILED: {e}", file=sys.stderr)
+                    continue
+                if res is None:
+                    continue
+                v, extra, cmd = res
+                samples[(case, peer)].append(v)
+                extras[(case, peer)].append(extra)
+                cmds[(case, peer)] = " ".join(str(c) for c in cmd)
+                print(f"  run {run + 1} {case:14s} {peer:9s} {fmt(v, kind)}", file=sys.stderr,
+                      flush=True)
+    info["loadavg_end"] = os.getloadavg()[0]
+    info["wall_s"] = round(time.time() - t_start, 1)
+
+    out = {"machine": info, "runs": a.runs, "seconds_per_run": a.time,
+           "metric": {"write/read": "bandwidth MiB/s (higher is better)",
+                      "lat": "8-byte round trip p50 in us (lower is better)"},
+           "cases": []}
+    rows = []
+    for case, kind, size, spin in cases:
+        med = {p: (statistics.median(samples[(case, p)]) if samples[(case, p)] else None)
+               for p in PEERS}
+        ratios = {p: (med["rpma"] / med[p] if med["rpma"] and med[p] else None)
+                  for p in PEERS[1:]}
+        targets = []
+        for tc, tp, rel, val in TARGETS:
+            if tc != case:
+                continue
+            ratio = ratios.get(tp)
+            met = None if ratio is None else (ratio >= val if rel == ">=" else ratio <= val)
+            targets.append({"peer": tp, "ratio": ratio, "relation": rel, "value": val,
+                            "met": met})
+        out["cases"].append({
+            "case": case, "kind": kind, "size": size, "busy_poll": spin,
+            "iodepth": 1 if kind == "lat" else DEPTH,
+            "median": med, "samples": {p: samples[(case, p)] for p in PEERS},
+            "details": {p: extras[(case, p)] for p in PEERS},
+            "ratios_rpma_to": ratios, "targets": targets,
+            "commands": {p: cmds.get((case, p)) for p in PEERS},
+            "errors": {p: errors.get((case, p)) for p in PEERS if errors.get((case, p))}})
+        rows.append((case, kind, med, ratios, targets))
+
+    with open(a.out, "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+
+    def rt(x):
+        return "-" if x is None else f"{x:.2f}x"
+    print(f"\nrpma vs peers over loopback: medians of {a.runs} runs of {a.time:g} s, "
+          f"{info['cpus']} CPUs ({info['cpu_model']}), load {info['loadavg_start']:.1f} -> "
+          f"{info['loadavg_end']:.1f}")
+    print("bandwidth in MiB/s (iodepth 32); latency = p50 of an 8-byte round trip "
+          "(rpma: write + flush)\n")
+    hdr = f"| {'case':14s} | {'rpma':>11s} | {'raw TCP':>11s} | {'libfabric':>11s} | " \
+          f"{'UCX':>11s} | {'/TCP':>6s} | {'/fabric':>7s} | {'/UCX':>6s} | target |"
+    print(hdr)
+    print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
+    for case, kind, med, ratios, targets in rows:
+        tg = ", ".join(f"{t['peer']} {t['relation']}{t['value']:g}: "
+                       f"{'met' if t['met'] else ('MISSED' if t['met'] is False else 'n/a')}"
+                       for t in targets) or ""
+        print(f"| {case:14s} | {fmt(med['rpma'], kind):>11s} | {fmt(med['tcp'], kind):>11s} | "
+              f"{fmt(med['libfabric'], kind):>11s} | {fmt(med['ucx'], kind):>11s} | "
+              f"{rt(ratios['tcp']):>6s} | {rt(ratios['libfabric']):>7s} | "
+              f"{rt(ratios['ucx']):>6s} | {tg}")
+    print(f"\nJSON: {a.out}")
+    return 1 if errors and not any(samples[(c[0], 'rpma')] for c in cases) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

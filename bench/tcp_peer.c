@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tcp_peer.c -- raw TCP sockets over loopback, the ceiling for rpma's tcp provider.
+ *
+ * One command forks a server child and runs the client against it:
+ *   tcp_peer bw  --size N [--time S] [--port P]      stream bandwidth: the client writes N-byte
+ *                                                     buffers, the server reads and discards them
+ *   tcp_peer lat [--size 8] [--time S] [--spin]      ping-pong: the client sends N bytes, the
+ *                                                     server echoes them back
+ * --spin makes the client poll recv(MSG_DONTWAIT) instead of blocking in recv; the server blocks
+ * either way (as rpma's target side, a progress thread in epoll, does). TCP_NODELAY on both ends.
+ * Prints one JSON object.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+
+struct opts {
+    bool bw;
+    size_t size;
+    double time_s;
+    int port;
+    bool spin;
+};
+
+static void die(const char *what) {
+    fprintf(stderr, "tcp_peer: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+static int listen_on(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) die("socket");
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 4)) die("bind/listen");
+    return fd;
+}
+
+static int connect_to(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) die("socket");
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a))) die("connect");
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+static void write_all(int fd, const void *buf, size_t len) {
+    const char *p = buf;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) die("write");
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* false on orderly EOF before anything was read */
+static bool read_all(int fd, void *buf, size_t len, bool spin) {
+    char *p = buf;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = recv(fd, p + got, len - got, spin ? MSG_DONTWAIT : 0);
+        if (n < 0 && (errno == EINTR || (spin && (errno == EAGAIN || errno == EWOULDBLOCK))))
+            continue;
+        if (n < 0) die("recv");
+        if (n == 0) {
+            if (got == 0) return false;
+            errno = EPIPE;
+            die("recv: short message");
+        }
+        got += (size_t)n;
+    }
+    return true;
+}
+
+static void server(int lfd, const struct opts *o) {
+    int fd = accept(lfd, NULL, NULL);
+    if (fd < 0) die("accept");
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    size_t bufsz = o->bw ? (o->size > (1u << 20) ? o->size : (1u << 20)) : o->size;
+    char *buf = malloc(bufsz);
+    if (!buf) die("malloc");
+    if (o->bw) {
+        uint64_t total = 0;
+        for (;;) {
+            ssize_t n = read(fd, buf, bufsz);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) die("read");
+            if (n == 0) break;
+            total += (uint64_t)n;
+        }
+        /* the client half-closed: tell it how much arrived, and our CPU time */
+        uint64_t reply[2] = {total, bench_cpu_ns()};
+        write_all(fd, reply, sizeof(reply));
+    } else {
+        while (read_all(fd, buf, o->size, false)) write_all(fd, buf, o->size);
+        uint64_t cpu = bench_cpu_ns();
+        (void)cpu;
+    }
+    close(fd);
+    free(buf);
+}
+
+static int client(const struct opts *o) {
+    int fd = connect_to(o->port);
+    char *buf = malloc(o->size);
+    if (!buf) die("malloc");
+    memset(buf, 0x5a, o->size);
+    struct bench_lat lat;
+    bench_lat_init(&lat);
+    uint64_t ops = 0, cpu0 = bench_cpu_ns(), t0 = bench_now_ns();
+    uint64_t deadline = t0 + (uint64_t)(o->time_s * 1e9), t1;
+    if (o->bw) {
+        uint64_t now = t0;
+        while (now < deadline) {
+            for (int i = 0; i < 16; i++) write_all(fd, buf, o->size);
+            ops += 16;
+            now = bench_now_ns();
+        }
+        shutdown(fd, SHUT_WR);
+        uint64_t reply[2];
+        if (!read_all(fd, reply, sizeof(reply), false)) die("no byte count from the server");
+        t1 = bench_now_ns();
+        if (reply[0] != ops * o->size) {
+            fprintf(stderr, "tcp_peer: server got %llu bytes, client sent %llu\n",
+                    (unsigned long long)reply[0], (unsigned long long)(ops * o->size));
+            return 1;
+        }
+    } else {
+        uint64_t now = t0;
+        while (now < deadline) {
+            uint64_t s = bench_now_ns();
+            write_all(fd, buf, o->size);
+            if (!read_all(fd, buf, o->size, o->spin)) die("server closed");
+            now = bench_now_ns();
+            bench_lat_add(&lat, now - s);
+            ops++;
+        }
+        t1 = now;
+    }
+    uint64_t cpu1 = bench_cpu_ns();
+    close(fd);
+    double secs = (double)(t1 - t0) / 1e9;
+    printf("{\"peer\":\"tcp\",\"test\":\"%s\",\"size\":%zu,\"spin\":%s,\"ops\":%llu,"
+           "\"seconds\":%.6f,\"bw_bytes_per_s\":%.1f,\"rate\":%.1f,",
+           o->bw ? "bw" : "lat", o->size, o->spin ? "true" : "false", (unsigned long long)ops,
+           secs, (double)ops * (double)o->size / secs, (double)ops / secs);
+    bench_lat_json(stdout, &lat);
+    printf(",\"client_cpu_s\":%.4f}\n", (double)(cpu1 - cpu0) / 1e9);
+    free(buf);
+    return 0;
+}
+
+int main(int argc, char *argv[]) {
+    struct opts o = {.size = 8, .time_s = 3, .port = 47700};
+    if (argc < 2 || (strcmp(argv[1], "bw") && strcmp(argv[1], "lat"))) {
+        fprintf(stderr, "usage: tcp_peer bw|lat [--size N] [--time S] [--port P] [--spin]\n");
+        return 2;
+    }
+    o.bw = strcmp(argv[1], "bw") == 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--spin"))
+            o.spin = true;
+        else if (i + 1 < argc && !strcmp(argv[i], "--size"))
+            o.size = bench_parse_size(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--time"))
+            o.time_s = atof(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--port"))
+            o.port = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "tcp_peer: unknown argument %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if (o.size == 0 || o.time_s <= 0) return 2;
+    alarm((unsigned)o.time_s + 60);
+    signal(SIGPIPE, SIG_IGN);
+    int lfd = listen_on(o.port);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        server(lfd, &o);
+        _exit(0);
+    }
+    close(lfd);
+    int rc = client(&o);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st)) rc = 1;
+    return rc;
+}

@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * main.c -- rpma-perf command line: server, client, loopback (server forked) and tour.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "perf.h"
+
+#define LOOPBACK_ADDR "127.0.0.1"
+#define LOOPBACK_PORT_TRIES 64
+#define TOUR_TIME_S 3.0
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage:\n"
+            "  rpma-perf server [--addr A] [--port P] [--size BYTES] [--pmem FILE]\n"
+            "  rpma-perf client --addr A [--port P] --op OP [--size N] [--iodepth D]\n"
+            "                   [--connections N] [--time S | --count N] [--busy-poll] [--json]\n"
+            "  rpma-perf loopback [client options, --addr defaults to 127.0.0.1]\n"
+            "  rpma-perf tour [--time S] [--json]\n"
+            "\n"
+            "OP: read, write, write-flush, write-flush-persistent, atomic-write, send, write-imm\n"
+            "  --size N         bytes per operation (default 4096; atomic-write is always 8);\n"
+            "                   for server: region size (default %u MiB)\n"
+            "  --iodepth D      operations in flight per connection (default 1, max %d)\n"
+            "  --connections N  connections, one thread each (default 1, max %d)\n"
+            "  --time S         run S seconds (default 5)\n"
+            "  --count N        run N operations per connection instead\n"
+            "  --busy-poll      spin on rpma_cq_get_wc instead of sleeping in rpma_cq_wait\n"
+            "  --json           print one JSON object instead of the report\n"
+            "  --pmem FILE      server: map FILE (created if needed) instead of anonymous memory\n"
+            "Sizes take K, M and G suffixes (powers of 1024).\n",
+            PERF_DEFAULT_REGION >> 20, PERF_MAX_IODEPTH, PERF_MAX_CONNS);
+}
+
+static int parse_size(const char *s, uint64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s) return -1;
+    unsigned long long mul = 1;
+    if (*end == 'k' || *end == 'K') mul = 1ULL << 10;
+    if (*end == 'm' || *end == 'M') mul = 1ULL << 20;
+    if (*end == 'g' || *end == 'G') mul = 1ULL << 30;
+    if (mul != 1) end++;
+    if (*end == 'i' || *end == 'I') end++;
+    if (*end == 'b' || *end == 'B') end++;
+    if (*end) return -1;
+    *out = v * mul;
+    return 0;
+}
+
+struct cli {
+    struct client_opts c;
+    struct server_opts s;
+    bool json;
+    bool have_size;
+    bool have_addr;
+    bool have_op;
+};
+
+static int parse(int argc, char *argv[], struct cli *cli) {
+    static const struct option opts[] = {
+        {"addr", required_argument, NULL, 'a'},    {"port", required_argument, NULL, 'p'},
+        {"size", required_argument, NULL, 's'},    {"pmem", required_argument, NULL, 'f'},
+        {"op", required_argument, NULL, 'o'},      {"iodepth", required_argument, NULL, 'd'},
+        {"connections", required_argument, NULL, 'c'},
+        {"time", required_argument, NULL, 't'},    {"count", required_argument, NULL, 'n'},
+        {"busy-poll", no_argument, NULL, 'b'},     {"json", no_argument, NULL, 'j'},
+        {"verbose", no_argument, NULL, 'v'},       {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    uint64_t v;
+    int ch;
+    optind = 2;
+    while ((ch = getopt_long(argc, argv, "a:p:s:f:o:d:c:t:n:bjvh", opts, NULL)) != -1) {
+        switch (ch) {
+            case 'a':
+                cli->c.addr = cli->s.addr = optarg;
+                cli->have_addr = true;
+                break;
+            case 'p':
+                cli->c.port = cli->s.port = optarg;
+                if (atoi(optarg) <= 0 || atoi(optarg) > 65535) goto bad;
+                break;
+            case 's':
+                if (parse_size(optarg, &v) || v == 0) goto bad;
+                cli->c.size = cli->s.size = (size_t)v;
+                cli->have_size = true;
+                break;
+            case 'f':
+                cli->s.pmem = optarg;
+                break;
+            case 'o':
+                if (perf_op_parse(optarg, &cli->c.op)) goto bad;
+                cli->have_op = true;
+                break;
+            case 'd':
+                if (parse_size(optarg, &v) || v < 1 || v > PERF_MAX_IODEPTH) goto bad;
+                cli->c.iodepth = (int)v;
+                break;
+            case 'c':
+                if (parse_size(optarg, &v) || v < 1 || v > PERF_MAX_CONNS) goto bad;
+                cli->c.conns = (int)v;
+                break;
+            case 't':
+                cli->c.time_s = strtod(optarg, NULL);
+                if (!(cli->c.time_s > 0)) goto bad;
+                break;
+            case 'n':
+                if (parse_size(optarg, &v) || v == 0) goto bad;
+                cli->c.count = v;
+                break;
+            case 'b':
+                cli->c.busy_poll = true;
+                break;
+            case 'j':
+                cli->json = true;
+                break;
+            case 'v':
+                cli->s.verbose = true;
+                break;
+            case 'h':
+                usage(stdout);
+                exit(0);
+            default:
+                usage(stderr);
+                return -1;
+        }
+        continue;
+    bad:
+        fprintf(stderr, "rpma-perf: bad value for --%s: %s\n",
+                ch == 'a'   ? "addr"
+                : ch == 'p' ? "port"
+                : ch == 's' ? "size"
+                : ch == 'o' ? "op"
+                : ch == 'd' ? "iodepth"
+                : ch == 'c' ? "connections"
+                : ch == 't' ? "time"
+                            : "count",
+                optarg);
+        return -1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rpma-perf: unexpected argument: %s\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_client(struct cli *cli) {
+    struct client_opts *c = &cli->c;
+    if (!cli->have_op) {
+        fprintf(stderr, "rpma-perf: --op is required\n");
+        return -1;
+    }
+    if (c->time_s > 0 && c->count) {
+        fprintf(stderr, "rpma-perf: --time and --count exclude each other\n");
+        return -1;
+    }
+    if (c->time_s <= 0 && !c->count) c->time_s = 5;
+    if (c->op == OP_ATOMIC_WRITE) {
+        if (cli->have_size && c->size != 8)
+            fprintf(stderr, "rpma-perf: atomic-write always moves 8 bytes; ignoring --size\n");
+        c->size = 8;
+    }
+    if ((uint64_t)c->size * (uint64_t)c->iodepth > (1ULL << 32)) {
+        fprintf(stderr, "rpma-perf: --size x --iodepth above 4 GiB\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- output ---- */
+
+static void fmt_bw(char *buf, size_t n, double bps) {
+    if (bps >= 1024.0 * 1024 * 1024)
+        snprintf(buf, n, "%.2f GiB/s", bps / (1024.0 * 1024 * 1024));
+    else
+        snprintf(buf, n, "%.1f MiB/s", bps / (1024.0 * 1024));
+}
+
+static void fmt_ns(char *buf, size_t n, uint64_t ns) {
+    if (ns >= 10000000)
+        snprintf(buf, n, "%.1f ms", (double)ns / 1e6);
+    else if (ns >= 1000000)
+        snprintf(buf, n, "%.2f ms", (double)ns / 1e6);
+    else
+        snprintf(buf, n, "%.1f us", (double)ns / 1e3);
+}
+
+static void fmt_size(char *buf, size_t n, size_t size) {
+    if (size >= (1u << 20) && size % (1u << 20) == 0)
+        snprintf(buf, n, "%zu MiB", size >> 20);
+    else if (size >= 1024 && size % 1024 == 0)
+        snprintf(buf, n, "%zu KiB", size >> 10);
+    else
+        snprintf(buf, n, "%zu B", size);
+}
+
+static void print_human(const struct client_opts *o, const struct client_result *r,
+                        const char *mode) {
+    char sz[32], bw[32], p50[32], p99[32], p999[32], mx[32], mean[32];
+    fmt_size(sz, sizeof(sz), o->size);
+    double secs = r->seconds > 0 ? r->seconds : 1e-9;
+    fmt_bw(bw, sizeof(bw), (double)r->bytes / secs);
+    fmt_ns(p50, sizeof(p50), hist_pct(&r->lat, 50));
+    fmt_ns(p99, sizeof(p99), hist_pct(&r->lat, 99));
+    fmt_ns(p999, sizeof(p999), hist_pct(&r->lat, 99.9));
+    fmt_ns(mx, sizeof(mx), r->lat.max_ns);
+    fmt_ns(mean, sizeof(mean), r->lat.count ? r->lat.sum_ns / r->lat.count : 0);
+    printf("rpma-perf %s: %s %s, iodepth %d, %d connection%s, %s, %s:%s\n", mode,
+           perf_op_name(o->op), sz, o->iodepth, o->conns, o->conns == 1 ? "" : "s",
+           o->busy_poll ? "busy-poll" : "blocking", o->addr, o->port);
+    printf("  operations  %llu in %.3f s\n", (unsigned long long)r->ops, r->seconds);
+    printf("  bandwidth   %s (%.1f MB/s)\n", bw, (double)r->bytes / secs / 1e6);
+    printf("  IOPS        %.0f\n", (double)r->ops / secs);
+    printf("  latency     p50 %s  p99 %s  p99.9 %s  max %s  mean %s\n", p50, p99, p999, mx, mean);
+    printf("              (%s)\n", o->iodepth == 1 ? "per operation, post to completion"
+                                                   : "per operation, post to completion with "
+                                                     "the queue full");
+    printf("  CPU         client %.2f s (%.0f%% of one core)", r->client_cpu_s,
+           100.0 * r->client_cpu_s / secs);
+    if (r->server_cpu_known)
+        printf(", server %.2f s (%.0f%%)\n", r->server_cpu_s, 100.0 * r->server_cpu_s / secs);
+    else
+        printf(", server unknown\n");
+    if (r->verified_bytes)
+        printf("  data check  ok (%llu bytes compared)\n", (unsigned long long)r->verified_bytes);
+    else
+        printf("  data check  none for this operation\n");
+}
+
+static void print_json_obj(FILE *f, const struct client_opts *o, const struct client_result *r,
+                           const char *mode) {
+    double secs = r->seconds > 0 ? r->seconds : 1e-9;
+    fprintf(f,
+            "{\"mode\":\"%s\",\"op\":\"%s\",\"addr\":\"%s\",\"port\":\"%s\",\"size\":%zu,"
+            "\"iodepth\":%d,\"connections\":%d,\"busy_poll\":%s,\"ops\":%llu,\"bytes\":%llu,"
+            "\"seconds\":%.6f,\"bw_bytes_per_s\":%.1f,\"bw_MiB_per_s\":%.3f,\"iops\":%.1f,"
+            "\"lat_us\":{\"min\":%.3f,\"mean\":%.3f,\"p50\":%.3f,\"p99\":%.3f,\"p999\":%.3f,"
+            "\"max\":%.3f},\"client_cpu_s\":%.4f,",
+            mode, perf_op_name(o->op), o->addr, o->port, o->size, o->iodepth, o->conns,
+            o->busy_poll ? "true" : "false", (unsigned long long)r->ops,
+            (unsigned long long)r->bytes, r->seconds, (double)r->bytes / secs,
+            (double)r->bytes / secs / (1 << 20), (double)r->ops / secs,
+            r->lat.count ? (double)r->lat.min_ns / 1e3 : 0.0,
+            r->lat.count ? (double)r->lat.sum_ns / (double)r->lat.count / 1e3 : 0.0,
+            (double)hist_pct(&r->lat, 50) / 1e3, (double)hist_pct(&r->lat, 99) / 1e3,
+            (double)hist_pct(&r->lat, 99.9) / 1e3, (double)r->lat.max_ns / 1e3, r->client_cpu_s);
+    if (r->server_cpu_known)
+        fprintf(f, "\"server_cpu_s\":%.4f,", r->server_cpu_s);
+    else
+        fprintf(f, "\"server_cpu_s\":null,");
+    fprintf(f, "\"verified\":%s,\"verified_bytes\":%llu}", r->verified ? "true" : "false",
+            (unsigned long long)r->verified_bytes);
+}
+
+/* ---- loopback: a forked server ---- */
+
+struct child {
+    pid_t pid;
+    char port[16];
+};
+
+static int fork_server(const char *port, size_t size, const char *pmem, struct child *ch) {
+    int fds[2];
+    if (pipe(fds)) {
+        perror("rpma-perf: pipe");
+        return -1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("rpma-perf: fork");
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        /* the server must not outlive the command */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(1);
+        struct server_opts so = {.addr = LOOPBACK_ADDR,
+                                 .port = port,
+                                 .size = size,
+                                 .pmem = pmem,
+                                 .ready_fd = fds[1],
+                                 .port_tries = LOOPBACK_PORT_TRIES};
+        _exit(perf_server(&so));
+    }
+    close(fds[1]);
+    int p = 0;
+    struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+    ssize_t n = -1;
+    if (poll(&pfd, 1, PERF_EVENT_MS) > 0) {
+        do n = read(fds[0], &p, sizeof(p));
+        while (n < 0 && errno == EINTR);
+    }
+    close(fds[0]);
+    ch->pid = pid;
+    if (n != (ssize_t)sizeof(p) || p <= 0) {
+        fprintf(stderr, "rpma-perf: the loopback server did not start\n");
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return -1;
+    }
+    snprintf(ch->port, sizeof(ch->port), "%d", p);
+    return 0;
+}
+
+/* stops the server; returns its exit status */
+static int stop_server(struct child *ch) {
+    int status = 0;
+    kill(ch->pid, SIGTERM);
+    for (int i = 0; i < 100; i++) {
+        pid_t r = waitpid(ch->pid, &status, WNOHANG);
+        if (r == ch->pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+        usleep(50000);
+    }
+    fprintf(stderr, "rpma-perf: the loopback server did not stop; killing it\n");
+    kill(ch->pid, SIGKILL);
+    waitpid(ch->pid, &status, 0);
+    return 128;
+}
+
+static size_t loopback_region(const struct client_opts *o) {
+    uint64_t need = (uint64_t)o->conns * (uint64_t)o->iodepth * o->size + 4096 * (uint64_t)o->conns;
+    uint64_t size = PERF_DEFAULT_REGION;
+    while (size < need && size < (1ULL << 30)) size <<= 1;
+    return (size_t)size;
+}
+
+static int run_loopback(struct cli *cli) {
+    struct client_opts *c = &cli->c;
+    struct child ch;
+    if (fork_server(c->port, loopback_region(c), cli->s.pmem, &ch)) return 1;
+    c->addr = LOOPBACK_ADDR;
+    c->port = ch.port;
+    struct client_result r;
+    int rc = perf_client(c, &r);
+    int src = stop_server(&ch);
+    if (rc) return rc;
+    if (cli->json) {
+        print_json_obj(stdout, c, &r, "loopback");
+        printf("\n");
+    } else {
+        print_human(c, &r, "loopback");
+    }
+    if (src) {
+        fprintf(stderr, "rpma-perf: the loopback server exited with %d\n", src);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- tour ---- */
+
+struct tour_step {
+    const char *title;
+    enum perf_op op;
+    size_t size;
+    int iodepth;
+};
+
+static const struct tour_step tour_steps[] = {
+    {"write bandwidth, 64 KiB x 32", OP_WRITE, 64 << 10, 32},
+    {"write+flush latency, 8 B", OP_WRITE_FLUSH, 8, 1},
+    {"read bandwidth, 64 KiB x 32", OP_READ, 64 << 10, 32},
+    {"read latency, 8 B", OP_READ, 8, 1},
+};
+#define TOUR_STEPS (sizeof(tour_steps) / sizeof(tour_steps[0]))
+
+static int run_tour(struct cli *cli) {
+    double t = cli->c.time_s > 0 ? cli->c.time_s : TOUR_TIME_S;
+    struct child ch;
+    if (fork_server(cli->c.port, PERF_DEFAULT_REGION, NULL, &ch)) return 1;
+    struct client_result rs[TOUR_STEPS];
+    struct client_opts os[TOUR_STEPS];
+    int rc = 0;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!cli->json)
+        printf("rpma-perf tour: rpma over TCP loopback (tcp provider), %ld CPUs, %.0f s per step\n",
+               ncpu, t);
+    for (size_t i = 0; i < TOUR_STEPS && rc == 0; i++) {
+        os[i] = (struct client_opts){.addr = LOOPBACK_ADDR,
+                                     .port = ch.port,
+                                     .op = tour_steps[i].op,
+                                     .size = tour_steps[i].size,
+                                     .iodepth = tour_steps[i].iodepth,
+                                     .conns = 1,
+                                     .time_s = t,
+                                     .progress = cli->c.progress};
+        rc = perf_client(&os[i], &rs[i]);
+    }
+    int src = stop_server(&ch);
+    if (rc) return rc;
+    if (cli->json) {
+        printf("[");
+        for (size_t i = 0; i < TOUR_STEPS; i++) {
+            if (i) printf(",\n ");
+            print_json_obj(stdout, &os[i], &rs[i], "tour");
+        }
+        printf("]\n");
+    } else {
+        printf("\n  %-30s %12s %10s %10s %10s %10s %9s %9s\n", "step", "bandwidth", "IOPS", "p50",
+               "p99", "p99.9", "cli CPU", "srv CPU");
+        for (size_t i = 0; i < TOUR_STEPS; i++) {
+            const struct client_result *r = &rs[i];
+            char bw[32], p50[32], p99[32], p999[32];
+            double secs = r->seconds > 0 ? r->seconds : 1e-9;
+            fmt_bw(bw, sizeof(bw), (double)r->bytes / secs);
+            fmt_ns(p50, sizeof(p50), hist_pct(&r->lat, 50));
+            fmt_ns(p99, sizeof(p99), hist_pct(&r->lat, 99));
+            fmt_ns(p999, sizeof(p999), hist_pct(&r->lat, 99.9));
+            printf("  %-30s %12s %10.0f %10s %10s %10s %8.0f%% %8.0f%%\n", tour_steps[i].title, bw,
+                   (double)r->ops / secs, p50, p99, p999, 100.0 * r->client_cpu_s / secs,
+                   r->server_cpu_known ? 100.0 * r->server_cpu_s / secs : 0.0);
+        }
+        printf("\n  CPU is the share of one core over the step; every byte moved was checked.\n");
+    }
+    if (src) {
+        fprintf(stderr, "rpma-perf: the loopback server exited with %d\n", src);
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char *argv[]) {
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGPIPE, SIG_IGN);
+    struct cli cli = {.c = {.addr = NULL,
+                            .port = PERF_DEFAULT_PORT,
+                            .op = OP_WRITE,
+                            .size = 4096,
+                            .iodepth = 1,
+                            .conns = 1},
+                      .s = {.addr = "0.0.0.0",
+                            .port = PERF_DEFAULT_PORT,
+                            .size = PERF_DEFAULT_REGION,
+                            .ready_fd = -1,
+                            .verbose = true}};
+    const char *mode = argv[1];
+    if (parse(argc, argv, &cli)) return 2;
+    cli.c.progress = !cli.json && isatty(STDERR_FILENO);
+
+    if (strcmp(mode, "server") == 0) {
+        if (!cli.have_addr) cli.s.addr = "0.0.0.0";
+        return perf_server(&cli.s);
+    }
+    if (strcmp(mode, "client") == 0) {
+        if (!cli.have_addr) {
+            fprintf(stderr, "rpma-perf: client needs --addr\n");
+            return 2;
+        }
+        if (check_client(&cli)) return 2;
+        struct client_result r;
+        int rc = perf_client(&cli.c, &r);
+        if (rc) return rc;
+        if (cli.json) {
+            print_json_obj(stdout, &cli.c, &r, "client");
+            printf("\n");
+        } else {
+            print_human(&cli.c, &r, "client");
+        }
+        return 0;
+    }
+    if (strcmp(mode, "loopback") == 0) {
+        if (check_client(&cli)) return 2;
+        return run_loopback(&cli);
+    }
+    if (strcmp(mode, "tour") == 0) return run_tour(&cli);
+    fprintf(stderr, "rpma-perf: unknown mode '%s'\n", mode);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * server.c -- the rpma-perf target: one region with every remote usage, filled with the pattern;
+ * each accepted connection gets a session thread that reposts receives (send, write-imm) and
+ * answers the client's STOP with the server's CPU time for the session.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "perf.h"
+
+/* receives a session keeps posted: enough for the client's depth, bounded */
+#define SRV_RQ_MAX 512
+#define SRV_CTL_SLOTS 4
+#define SRV_MIN_SLOT 64
+
+static atomic_bool g_stop;
+static atomic_int g_sessions;
+/* mr_reg/dereg and the ep/conn_req calls are not thread-safe: serialise them */
+static pthread_mutex_t g_api_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+static void on_signal(int sig) {
+    (void)sig;
+    atomic_store(&g_stop, true);
+}
+
+struct session {
+    int id;
+    bool verbose;
+    struct rpma_conn *conn;
+    struct rpma_mr_local *rmr; /* receive slots */
+    char *rbuf;
+    size_t slot_size;
+    int slots;
+    struct rpma_mr_local *smr; /* the stats answer */
+    struct perf_stats *stats;
+};
+
+static int srv_err(int id, const char *call, int ret) {
+    fprintf(stderr, "rpma-perf server: session %d: %s: %s (%d)\n", id, call, rpma_err_2str(ret),
+            ret);
+    return ret;
+}
+
+static void session_free(struct session *s) {
+    pthread_mutex_lock(&g_api_lock);
+    if (s->rmr) rpma_mr_dereg(&s->rmr);
+    if (s->smr) rpma_mr_dereg(&s->smr);
+    pthread_mutex_unlock(&g_api_lock);
+    free(s->rbuf);
+    free(s->stats);
+    free(s);
+}
+
+/* waits for one connection event, bounded; RPMA_CONN_UNDEFINED on timeout or stop */
+static enum rpma_conn_event wait_event(struct rpma_conn *conn, int timeout_ms) {
+    int fd = -1;
+    if (rpma_conn_get_event_fd(conn, &fd)) return RPMA_CONN_UNDEFINED;
+    uint64_t deadline = perf_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+    while (!atomic_load(&g_stop) && perf_now_ns() < deadline) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int n = poll(&p, 1, 200);
+        if (n < 0 && errno != EINTR) break;
+        if (n <= 0) continue;
+        enum rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+        int ret = rpma_conn_next_event(conn, &ev);
+        if (ret == RPMA_E_NO_EVENT) continue;
+        return ret ? RPMA_CONN_LOST : ev;
+    }
+    return RPMA_CONN_UNDEFINED;
+}
+
+static void *session_main(void *arg) {
+    struct session *s = arg;
+    struct rpma_cq *cq = NULL;
+    int cq_fd = -1, ev_fd = -1, ret;
+    bool closed = false, started = false;
+    uint64_t u0 = 0, s0 = 0, t0 = 0, msgs = 0, bytes = 0;
+
+    if (wait_event(s->conn, PERF_EVENT_MS) != RPMA_CONN_ESTABLISHED) {
+        fprintf(stderr, "rpma-perf server: session %d: not established\n", s->id);
+        goto out;
+    }
+    if ((ret = rpma_conn_get_cq(s->conn, &cq)) || (ret = rpma_cq_get_fd(cq, &cq_fd)) ||
+        (ret = rpma_conn_get_event_fd(s->conn, &ev_fd))) {
+        srv_err(s->id, "conn getters", ret);
+        goto out;
+    }
+    /* slot 0 was posted on the request */
+    for (int i = 1; i < s->slots; i++)
+        if ((ret = rpma_recv(s->conn, s->rmr, (size_t)i * s->slot_size, s->slot_size,
+                             (void *)(uintptr_t)i))) {
+            srv_err(s->id, "rpma_recv", ret);
+            goto out;
+        }
+
+    while (!closed && !atomic_load(&g_stop)) {
+        struct pollfd p[2] = {{.fd = cq_fd, .events = POLLIN}, {.fd = ev_fd, .events = POLLIN}};
+        int n = poll(p, 2, 200);
+        if (n < 0 && errno != EINTR) break;
+        if (n <= 0) continue;
+        if (p[0].revents) {
+            ret = rpma_cq_wait(cq);
+            if (ret && ret != RPMA_E_NO_COMPLETION) {
+                srv_err(s->id, "rpma_cq_wait", ret);
+                break;
+            }
+            struct ibv_wc wc[32];
+            int got = 0;
+            while ((ret = rpma_cq_get_wc(cq, 32, wc, &got)) == 0) {
+                for (int i = 0; i < got; i++) {
+                    if (wc[i].status != IBV_WC_SUCCESS) {
+                        /* the client went away mid-run: its event follows */
+                        if (s->verbose)
+                            fprintf(stderr, "rpma-perf server: session %d: completion status %d\n",
+                                    s->id, (int)wc[i].status);
+                        continue;
+                    }
+                    if (wc[i].opcode == IBV_WC_SEND) continue; /* our stats answer went out */
+                    uintptr_t slot = (uintptr_t)wc[i].wr_id;
+                    bool imm = (wc[i].wc_flags & IBV_WC_WITH_IMM) != 0;
+                    uint32_t v = imm ? ntohl(wc[i].imm_data) : 0;
+                    if (wc[i].opcode == IBV_WC_RECV && imm && v == PERF_CTL_START) {
+                        perf_cpu_ns(&u0, &s0);
+                        t0 = perf_now_ns();
+                        msgs = bytes = 0;
+                        started = true;
+                    } else if (wc[i].opcode == IBV_WC_RECV && imm && v == PERF_CTL_STOP) {
+                        uint64_t u1, s1;
+                        perf_cpu_ns(&u1, &s1);
+                        uint64_t t1 = perf_now_ns();
+                        struct perf_stats st = {
+                            .magic = PERF_STATS_MAGIC,
+                            .cpu_user_ns = started ? u1 - u0 : 0,
+                            .cpu_sys_ns = started ? s1 - s0 : 0,
+                            .wall_ns = started ? t1 - t0 : 0,
+                            .data_msgs = msgs,
+                            .data_bytes = bytes,
+                        };
+                        *s->stats = st;
+                        ret = rpma_send(s->conn, s->smr, 0, sizeof(st), RPMA_F_COMPLETION_ALWAYS,
+                                        NULL);
+                        if (ret) srv_err(s->id, "rpma_send(stats)", ret);
+                        if (s->verbose)
+                            printf("session %d: %llu messages, %.3f s, server CPU %.3f s\n", s->id,
+                                   (unsigned long long)msgs, (double)st.wall_ns / 1e9,
+                                   (double)(st.cpu_user_ns + st.cpu_sys_ns) / 1e9);
+                    } else {
+                        msgs++;
+                        bytes += wc[i].byte_len;
+                    }
+                    ret = rpma_recv(s->conn, s->rmr, slot * s->slot_size, s->slot_size,
+                                    (void *)slot);
+                    if (ret && ret != RPMA_E_PROVIDER) srv_err(s->id, "rpma_recv", ret);
+                }
+            }
+            if (ret != RPMA_E_NO_COMPLETION) {
+                srv_err(s->id, "rpma_cq_get_wc", ret);
+                break;
+            }
+        }
+        if (p[1].revents) {
+            enum rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+            ret = rpma_conn_next_event(s->conn, &ev);
+            if (ret == RPMA_E_NO_EVENT) continue;
+            if (ret || ev == RPMA_CONN_CLOSED || ev == RPMA_CONN_LOST) closed = true;
+        }
+    }
+out:
+    rpma_conn_disconnect(s->conn);
+    if (!closed) wait_event(s->conn, 1000);
+    pthread_mutex_lock(&g_api_lock);
+    rpma_conn_delete(&s->conn);
+    pthread_mutex_unlock(&g_api_lock);
+    session_free(s);
+    atomic_fetch_sub(&g_sessions, 1);
+    return NULL;
+}
+
+struct server_ctx {
+    const struct server_opts *o;
+    struct rpma_peer *peer;
+    struct perf_welcome welcome;
+    size_t welcome_len;
+    int next_id;
+};
+
+/* builds a session for one request and accepts it; the request is consumed either way */
+static void accept_one(struct server_ctx *c, struct rpma_conn_req *req) {
+    struct rpma_conn_private_data pd = {0};
+    struct perf_hello hello = {0};
+    int ret = rpma_conn_req_get_private_data(req, &pd);
+    if (ret == 0 && pd.ptr && pd.len >= sizeof(hello)) memcpy(&hello, pd.ptr, sizeof(hello));
+    if (hello.magic != PERF_HELLO_MAGIC || hello.op >= OP__COUNT) {
+        fprintf(stderr, "rpma-perf server: rejecting a client that is not rpma-perf\n");
+        rpma_conn_req_delete(&req);
+        return;
+    }
+    struct session *s = calloc(1, sizeof(*s));
+    if (!s) {
+        rpma_conn_req_delete(&req);
+        return;
+    }
+    s->id = ++c->next_id;
+    s->verbose = c->o->verbose;
+    int depth = hello.depth < SRV_RQ_MAX ? (int)hello.depth : SRV_RQ_MAX;
+    bool data_recv = hello.op == OP_SEND || hello.op == OP_WRITE_IMM;
+    s->slots = SRV_CTL_SLOTS + (data_recv ? depth : 0);
+    if (s->slots > SRV_RQ_MAX) s->slots = SRV_RQ_MAX;
+    s->slot_size = SRV_MIN_SLOT;
+    if (hello.op == OP_SEND && hello.msg_size > s->slot_size) s->slot_size = hello.msg_size;
+    if (posix_memalign((void **)&s->rbuf, 4096, s->slot_size * (size_t)s->slots) ||
+        posix_memalign((void **)&s->stats, 64, sizeof(*s->stats))) {
+        fprintf(stderr, "rpma-perf server: out of memory for session %d\n", s->id);
+        rpma_conn_req_delete(&req);
+        session_free(s);
+        return;
+    }
+    memset(s->rbuf, 0, s->slot_size * (size_t)s->slots);
+    memset(s->stats, 0, sizeof(*s->stats));
+    pthread_mutex_lock(&g_api_lock);
+    ret = rpma_mr_reg(c->peer, s->rbuf, s->slot_size * (size_t)s->slots, RPMA_MR_USAGE_RECV,
+                      &s->rmr);
+    if (ret == 0)
+        ret = rpma_mr_reg(c->peer, s->stats, sizeof(*s->stats), RPMA_MR_USAGE_SEND, &s->smr);
+    pthread_mutex_unlock(&g_api_lock);
+    if (ret) {
+        srv_err(s->id, "rpma_mr_reg", ret);
+        rpma_conn_req_delete(&req);
+        session_free(s);
+        return;
+    }
+    /* one receive before accepting, so that the client's START never waits */
+    ret = rpma_conn_req_recv(req, s->rmr, 0, s->slot_size, (void *)(uintptr_t)0);
+    if (ret) {
+        srv_err(s->id, "rpma_conn_req_recv", ret);
+        rpma_conn_req_delete(&req);
+        session_free(s);
+        return;
+    }
+    struct rpma_conn_private_data out = {.ptr = &c->welcome, .len = (uint8_t)c->welcome_len};
+    ret = rpma_conn_req_connect(&req, &out, &s->conn);
+    if (ret) {
+        srv_err(s->id, "rpma_conn_req_connect", ret);
+        session_free(s);
+        return;
+    }
+    atomic_fetch_add(&g_sessions, 1);
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, session_main, s) != 0) {
+        fprintf(stderr, "rpma-perf server: cannot start a session thread\n");
+        rpma_conn_disconnect(s->conn);
+        rpma_conn_delete(&s->conn);
+        session_free(s);
+        atomic_fetch_sub(&g_sessions, 1);
+    }
+    pthread_attr_destroy(&attr);
+}
+
+static void report_ready(int fd, int port) {
+    if (fd < 0) return;
+    ssize_t w;
+    do w = write(fd, &port, sizeof(port));
+    while (w < 0 && errno == EINTR);
+    close(fd);
+}
+
+/* the region: a file mapping (--pmem) or anonymous memory */
+static void *region_map(const struct server_opts *o, size_t *mapped, int *err) {
+    if (!o->pmem) {
+        void *p = mmap(NULL, o->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            *err = errno;
+            return NULL;
+        }
+        *mapped = o->size;
+        return p;
+    }
+    int fd = open(o->pmem, O_RDWR | O_CREAT, 0600);
+    if (fd < 0) {
+        *err = errno;
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) || ((size_t)st.st_size < o->size && ftruncate(fd, (off_t)o->size))) {
+        *err = errno;
+        close(fd);
+        return NULL;
+    }
+    /* MAP_SYNC would be the DAX way; a plain shared mapping works on any file system */
+    void *p = mmap(NULL, o->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    *err = errno;
+    close(fd);
+    if (p == MAP_FAILED) return NULL;
+    *mapped = o->size;
+    return p;
+}
+
+int perf_server(const struct server_opts *o) {
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int rc = 1, ret, err = 0;
+    size_t mapped = 0;
+    struct server_ctx c = {.o = o};
+    struct rpma_mr_local *mr = NULL;
+    struct rpma_peer_cfg *pcfg = NULL;
+    struct rpma_ep *ep = NULL;
+    struct rpma_conn_cfg *cfg = NULL;
+    struct ibv_context *dev = NULL;
+    char port[16];
+
+    void *region = region_map(o, &mapped, &err);
+    if (!region) {
+        fprintf(stderr, "rpma-perf server: cannot map %zu bytes%s%s: %s\n", o->size,
+                o->pmem ? " of " : "", o->pmem ? o->pmem : "", strerror(err));
+        report_ready(o->ready_fd, 0);
+        return 1;
+    }
+    /* readers check what they get against this; writers write the same words back */
+    perf_pattern_fill(region, mapped, 0);
+
+#define SRV_TRY(call)                                                                        \
+    do {                                                                                     \
+        if ((ret = (call))) {                                                                \
+            fprintf(stderr, "rpma-perf server: %s: %s (%d)\n", #call, rpma_err_2str(ret), ret); \
+            goto out;                                                                        \
+        }                                                                                    \
+    } while (0)
+
+    SRV_TRY(rpma_utils_get_ibv_context(o->addr, RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev));
+    SRV_TRY(rpma_peer_new(dev, &c.peer));
+    SRV_TRY(rpma_mr_reg(c.peer, region, mapped,
+                        RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_DST |
+                            RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
+                            RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT,
+                        &mr));
+    SRV_TRY(rpma_peer_cfg_new(&pcfg));
+    SRV_TRY(rpma_peer_cfg_set_direct_write_to_pmem(pcfg, true));
+    size_t msz = 0, psz = 0;
+    SRV_TRY(rpma_mr_get_descriptor_size(mr, &msz));
+    SRV_TRY(rpma_peer_cfg_get_descriptor_size(pcfg, &psz));
+    if (msz + psz > sizeof(c.welcome.desc)) {
+        fprintf(stderr, "rpma-perf server: descriptors too large (%zu + %zu)\n", msz, psz);
+        goto out;
+    }
+    c.welcome.mr_desc_size = (uint8_t)msz;
+    c.welcome.pcfg_desc_size = (uint8_t)psz;
+    SRV_TRY(rpma_mr_get_descriptor(mr, c.welcome.desc));
+    SRV_TRY(rpma_peer_cfg_get_descriptor(pcfg, c.welcome.desc + msz));
+    c.welcome_len = 2 + msz + psz;
+
+    SRV_TRY(rpma_conn_cfg_new(&cfg));
+    SRV_TRY(rpma_conn_cfg_set_rq_size(cfg, SRV_RQ_MAX));
+    SRV_TRY(rpma_conn_cfg_set_sq_size(cfg, 16));
+    SRV_TRY(rpma_conn_cfg_set_cq_size(cfg, SRV_RQ_MAX + 16));
+
+    int p0 = atoi(o->port), tries = o->port_tries > 0 ? o->port_tries : 1;
+    for (int i = 0; i < tries; i++) {
+        snprintf(port, sizeof(port), "%d", p0 + i);
+        ret = rpma_ep_listen(c.peer, o->addr, port, &ep);
+        if (ret == 0 || ret != RPMA_E_PROVIDER) break;
+    }
+    if (ret) {
+        fprintf(stderr, "rpma-perf server: cannot listen on %s:%s%s: %s\n", o->addr, o->port,
+                tries > 1 ? " (and the ports above)" : "", rpma_err_2str(ret));
+        goto out;
+    }
+    if (o->verbose)
+        printf("rpma-perf server: listening on %s:%s, region %zu bytes%s%s\n", o->addr, port,
+               mapped, o->pmem ? " mapped from " : " of anonymous memory", o->pmem ? o->pmem : "");
+    fflush(stdout);
+    report_ready(o->ready_fd, atoi(port));
+
+    int ep_fd = -1;
+    SRV_TRY(rpma_ep_get_fd(ep, &ep_fd));
+    while (!atomic_load(&g_stop)) {
+        struct pollfd p = {.fd = ep_fd, .events = POLLIN};
+        int n = poll(&p, 1, 200);
+        if (n < 0 && errno != EINTR) break;
+        if (n <= 0) continue;
+        struct rpma_conn_req *req = NULL;
+        pthread_mutex_lock(&g_api_lock);
+        ret = rpma_ep_next_conn_req(ep, cfg, &req);
+        pthread_mutex_unlock(&g_api_lock);
+        if (ret == RPMA_E_NO_EVENT) continue;
+        if (ret) {
+            fprintf(stderr, "rpma-perf server: rpma_ep_next_conn_req: %s\n", rpma_err_2str(ret));
+            continue;
+        }
+        pthread_mutex_lock(&g_api_lock);
+        accept_one(&c, req);
+        pthread_mutex_unlock(&g_api_lock);
+    }
+    rc = 0;
+out:
+    if (o->ready_fd >= 0 && !ep) report_ready(o->ready_fd, 0);
+    /* sessions see the stop flag within their poll period */
+    for (int i = 0; i < 50 && atomic_load(&g_sessions) > 0; i++) usleep(100000);
+    if (atomic_load(&g_sessions) > 0) {
+        fprintf(stderr, "rpma-perf server: %d sessions did not end\n", atomic_load(&g_sessions));
+        return 1;
+    }
+    if (ep) rpma_ep_shutdown(&ep);
+    rpma_conn_cfg_delete(&cfg);
+    rpma_peer_cfg_delete(&pcfg);
+    if (mr) rpma_mr_dereg(&mr);
+    if (c.peer) rpma_peer_delete(&c.peer);
+    munmap(region, mapped);
+    return rc;
+}
