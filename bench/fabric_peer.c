@@ -55,14 +55,14 @@ struct region_info {
 
 static const char *role = "initiator";
 
-#define CHK(call)                                                                     \
-    do {                                                                              \
-        int ret_ = (int)(call);                                                       \
-        if (ret_) {                                                                   \
-            fprintf(stderr, "fabric_peer [%s]: %s: %s (%d)\n", role, #call,           \
-                    fi_strerror(-ret_), ret_);                                        \
-            exit(1);                                                                  \
-        }                                                                             \
+#define CHK(call)                                                                               \
+    do {                                                                                        \
+        int ret_ = (int)(call);                                                                 \
+        if (ret_) {                                                                             \
+            fprintf(stderr, "fabric_peer [%s]: %s: %s (%d)\n", role, #call, fi_strerror(-ret_), \
+                    ret_);                                                                      \
+            exit(1);                                                                            \
+        }                                                                                       \
     } while (0)
 
 static struct fi_info *get_info(const char *port, bool source) {
@@ -141,8 +141,8 @@ static void target(const struct opts *o, int ready_fd) {
     struct fid_domain *domain;
     struct fid_cq *cq;
     struct fid_ep *ep;
-    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT, .size = 64,
-                                 .wait_obj = FI_WAIT_UNSPEC};
+    struct fi_cq_attr cq_attr = {
+        .format = FI_CQ_FORMAT_CONTEXT, .size = 64, .wait_obj = FI_WAIT_UNSPEC};
     CHK(fi_domain(fabric, ci, &domain, NULL));
     CHK(fi_cq_open(domain, &cq_attr, &cq, NULL));
     CHK(fi_endpoint(domain, ci, &ep, NULL));
@@ -333,11 +333,11 @@ static int initiator(const struct opts *o, pid_t child) {
                   (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
     double secs = (double)(t1 - t0) / 1e9;
     static const char *const names[] = {"write", "read", "lat"};
-    printf("{\"peer\":\"libfabric-tcp\",\"test\":\"%s\",\"size\":%zu,\"iodepth\":%d,"
-           "\"spin\":%s,\"ops\":%llu,\"seconds\":%.6f,\"bw_bytes_per_s\":%.1f,\"rate\":%.1f,",
-           names[o->test], o->size, o->iodepth, o->spin ? "true" : "false",
-           (unsigned long long)ops, secs, (double)ops * (double)o->size / secs,
-           (double)ops / secs);
+    printf(
+        "{\"peer\":\"libfabric-tcp\",\"test\":\"%s\",\"size\":%zu,\"iodepth\":%d,"
+        "\"spin\":%s,\"ops\":%llu,\"seconds\":%.6f,\"bw_bytes_per_s\":%.1f,\"rate\":%.1f,",
+        names[o->test], o->size, o->iodepth, o->spin ? "true" : "false", (unsigned long long)ops,
+        secs, (double)ops * (double)o->size / secs, (double)ops / secs);
     bench_lat_json(stdout, &lat);
     printf(",\"client_cpu_s\":%.4f,\"server_cpu_s\":%.4f}\n", (double)(cpu1 - cpu0) / 1e9, scpu);
     fi_close(&ep->fid);

@@ -172,7 +172,10 @@ def main():
         for case, kind, size, spin in cases:
             for peer in PEERS:
                 try:
-                    res = getattr(r, peer)(kind, size, spin)
+                    try:
+                        res = getattr(r, peer)(kind, size, spin)
+                    except RuntimeError:  # e.g. a port taken by someone else: once more
+                        res = getattr(r, peer)(kind, size, spin)
                 except Exception as e:  # one failed peer must not end the comparison
                     errors.setdefault((case, peer), []).append(str(e))
                     print(f"  run {run + 1} {case:14s} {peer:9s} FAILED: {e}", file=sys.stderr)

@@ -44,15 +44,21 @@ static void die(const char *what) {
     exit(1);
 }
 
-static int listen_on(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) die("socket");
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 4)) die("bind/listen");
-    return fd;
+/* listens on the first free port from *port up; *port becomes the one taken */
+static int listen_on(int *port) {
+    for (int i = 0; i < 32; i++, (*port)++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0) die("socket");
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)*port)};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(fd, 4) == 0) return fd;
+        if (errno != EADDRINUSE) die("bind/listen");
+        close(fd);
+    }
+    die("bind: no free port");
+    return -1;
 }
 
 static int connect_to(int port) {
@@ -165,10 +171,11 @@ static int client(const struct opts *o) {
     uint64_t cpu1 = bench_cpu_ns();
     close(fd);
     double secs = (double)(t1 - t0) / 1e9;
-    printf("{\"peer\":\"tcp\",\"test\":\"%s\",\"size\":%zu,\"spin\":%s,\"ops\":%llu,"
-           "\"seconds\":%.6f,\"bw_bytes_per_s\":%.1f,\"rate\":%.1f,",
-           o->bw ? "bw" : "lat", o->size, o->spin ? "true" : "false", (unsigned long long)ops,
-           secs, (double)ops * (double)o->size / secs, (double)ops / secs);
+    printf(
+        "{\"peer\":\"tcp\",\"test\":\"%s\",\"size\":%zu,\"spin\":%s,\"ops\":%llu,"
+        "\"seconds\":%.6f,\"bw_bytes_per_s\":%.1f,\"rate\":%.1f,",
+        o->bw ? "bw" : "lat", o->size, o->spin ? "true" : "false", (unsigned long long)ops, secs,
+        (double)ops * (double)o->size / secs, (double)ops / secs);
     bench_lat_json(stdout, &lat);
     printf(",\"client_cpu_s\":%.4f}\n", (double)(cpu1 - cpu0) / 1e9);
     free(buf);
@@ -199,7 +206,7 @@ int main(int argc, char *argv[]) {
     if (o.size == 0 || o.time_s <= 0) return 2;
     alarm((unsigned)o.time_s + 60);
     signal(SIGPIPE, SIG_IGN);
-    int lfd = listen_on(o.port);
+    int lfd = listen_on(&o.port);
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) die("fork");

@@ -426,8 +426,8 @@ static int worker_setup(struct worker *w, struct rpma_peer *peer, const struct r
     if ((ret = rpma_mr_remote_from_descriptor(wel.desc, wel.mr_desc_size, &w->rmr)))
         return cl_err(w, "rpma_mr_remote_from_descriptor", ret);
     struct rpma_peer_cfg *pcfg = NULL;
-    if ((ret = rpma_peer_cfg_from_descriptor(wel.desc + wel.mr_desc_size, wel.pcfg_desc_size,
-                                             &pcfg)))
+    if ((ret =
+             rpma_peer_cfg_from_descriptor(wel.desc + wel.mr_desc_size, wel.pcfg_desc_size, &pcfg)))
         return cl_err(w, "rpma_peer_cfg_from_descriptor", ret);
     ret = rpma_conn_apply_remote_peer_cfg(w->conn, pcfg);
     rpma_peer_cfg_delete(&pcfg);

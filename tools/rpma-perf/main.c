@@ -71,15 +71,20 @@ struct cli {
 };
 
 static int parse(int argc, char *argv[], struct cli *cli) {
-    static const struct option opts[] = {
-        {"addr", required_argument, NULL, 'a'},    {"port", required_argument, NULL, 'p'},
-        {"size", required_argument, NULL, 's'},    {"pmem", required_argument, NULL, 'f'},
-        {"op", required_argument, NULL, 'o'},      {"iodepth", required_argument, NULL, 'd'},
-        {"connections", required_argument, NULL, 'c'},
-        {"time", required_argument, NULL, 't'},    {"count", required_argument, NULL, 'n'},
-        {"busy-poll", no_argument, NULL, 'b'},     {"json", no_argument, NULL, 'j'},
-        {"verbose", no_argument, NULL, 'v'},       {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"addr", required_argument, NULL, 'a'},
+                                         {"port", required_argument, NULL, 'p'},
+                                         {"size", required_argument, NULL, 's'},
+                                         {"pmem", required_argument, NULL, 'f'},
+                                         {"op", required_argument, NULL, 'o'},
+                                         {"iodepth", required_argument, NULL, 'd'},
+                                         {"connections", required_argument, NULL, 'c'},
+                                         {"time", required_argument, NULL, 't'},
+                                         {"count", required_argument, NULL, 'n'},
+                                         {"busy-poll", no_argument, NULL, 'b'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"verbose", no_argument, NULL, 'v'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     uint64_t v;
     int ch;
     optind = 2;

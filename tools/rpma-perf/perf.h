@@ -99,7 +99,7 @@ struct server_opts {
     size_t size;
     const char *pmem; /* file to map, or NULL for anonymous memory */
     bool verbose;
-    int ready_fd; /* >= 0: write the port number (int) here once listening; 0 on failure */
+    int ready_fd;   /* >= 0: write the port number (int) here once listening; 0 on failure */
     int port_tries; /* ports to try upward from port (loopback) */
 };
 int perf_server(const struct server_opts *o);

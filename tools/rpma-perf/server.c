@@ -161,8 +161,8 @@ static void *session_main(void *arg) {
                         msgs++;
                         bytes += wc[i].byte_len;
                     }
-                    ret = rpma_recv(s->conn, s->rmr, slot * s->slot_size, s->slot_size,
-                                    (void *)slot);
+                    ret =
+                        rpma_recv(s->conn, s->rmr, slot * s->slot_size, s->slot_size, (void *)slot);
                     if (ret && ret != RPMA_E_PROVIDER) srv_err(s->id, "rpma_recv", ret);
                 }
             }
@@ -231,8 +231,8 @@ static void accept_one(struct server_ctx *c, struct rpma_conn_req *req) {
     memset(s->rbuf, 0, s->slot_size * (size_t)s->slots);
     memset(s->stats, 0, sizeof(*s->stats));
     pthread_mutex_lock(&g_api_lock);
-    ret = rpma_mr_reg(c->peer, s->rbuf, s->slot_size * (size_t)s->slots, RPMA_MR_USAGE_RECV,
-                      &s->rmr);
+    ret =
+        rpma_mr_reg(c->peer, s->rbuf, s->slot_size * (size_t)s->slots, RPMA_MR_USAGE_RECV, &s->rmr);
     if (ret == 0)
         ret = rpma_mr_reg(c->peer, s->stats, sizeof(*s->stats), RPMA_MR_USAGE_SEND, &s->smr);
     pthread_mutex_unlock(&g_api_lock);
@@ -338,12 +338,12 @@ int perf_server(const struct server_opts *o) {
     /* readers check what they get against this; writers write the same words back */
     perf_pattern_fill(region, mapped, 0);
 
-#define SRV_TRY(call)                                                                        \
-    do {                                                                                     \
-        if ((ret = (call))) {                                                                \
+#define SRV_TRY(call)                                                                           \
+    do {                                                                                        \
+        if ((ret = (call))) {                                                                   \
             fprintf(stderr, "rpma-perf server: %s: %s (%d)\n", #call, rpma_err_2str(ret), ret); \
-            goto out;                                                                        \
-        }                                                                                    \
+            goto out;                                                                           \
+        }                                                                                       \
     } while (0)
 
     SRV_TRY(rpma_utils_get_ibv_context(o->addr, RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev));

@@ -27,7 +27,10 @@ namespace {
 constexpr size_t kStagingSize = 16 * 1024;
 constexpr size_t kDirectThreshold = 4096;  // payloads this big bypass the staging buffer
 constexpr int kMaxIov = 64;
-constexpr int kRxBudget = 64;  // reads per wake-up, so one busy stream cannot starve the rest
+// Reads per call: small, so the engine round-robins between streams (level-triggered epoll
+// brings it back). A stream that kept the engine for long would delay the answers on the
+// other streams, and a peer waiting for them would fill its send queue.
+constexpr int kRxBudget = 2;
 constexpr auto kReplyTimeout = std::chrono::seconds(30);
 
 std::atomic<uint32_t> g_next_qp{[] {
@@ -402,10 +405,7 @@ void QueuePair::enqueue(Stream &s, const TxItem &item) { s.txq.push_back(item); 
 void QueuePair::update_mask(Stream &s) {
     if (!s.key) return;
     uint32_t m = 0;
-    if (s.rx_on) m |= s.stalled ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
-    // Answers are edge-triggered, so a waiter that drives the stream (drive) does not make
-    // the engine spin; whoever holds rx_mu reads to EAGAIN and rx_pending covers the gaps.
-    if (s.is_request_stream) m |= EPOLLET;
+    if (s.rx_on) m |= s.stalled || s.backoff ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
     if (s.want_out) m |= EPOLLOUT;
     engine_->modify(s.fd.get(), s.key, m);
 }
@@ -506,8 +506,12 @@ int QueuePair::post_send(const SendWr &wr) {
         return 0;
     }
     if (outstanding_.size() + unreclaimed_ >= cfg_.sq_size) {
-        RPMA_LOG_ERROR("send queue full (%u entries); signal a completion more often",
-                       cfg_.sq_size);
+        RPMA_LOG_ERROR("send queue full (%u entries: %zu in flight from #%llu, %u done "
+                       "unsignaled); signal a completion more often",
+                       cfg_.sq_size, outstanding_.size(),
+                       static_cast<unsigned long long>(
+                           outstanding_.empty() ? 0 : outstanding_.front().seq),
+                       unreclaimed_);
         return RPMA_E_PROVIDER;
     }
     uint64_t seq = next_seq_++;
@@ -652,13 +656,19 @@ void QueuePair::on_events(int fd, uint32_t events) {
 void QueuePair::read_stream_locked(Stream &s) {
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
     if (!rl) {
-        s.rx_pending.store(true);
-        if (!rl.try_lock()) return;  // the holder sees rx_pending when it lets go
+        // A waiting thread drives this stream (drive). Stop polling it here until that thread
+        // lets go, then check once more: either it sees backoff, or this try succeeds.
+        {
+            std::lock_guard lk(s.mu);
+            s.backoff = true;
+            update_mask(s);
+        }
+        if (!rl.try_lock()) return;
+        std::lock_guard lk(s.mu);
+        s.backoff = false;
+        update_mask(s);
     }
-    do {
-        s.rx_pending.store(false);
-        read_stream(s);
-    } while (s.rx_pending.load());
+    read_stream(s);
 }
 
 void QueuePair::recv_posted() {
@@ -691,7 +701,11 @@ void QueuePair::drive(int channel_fd) {
     if (!ok) return;
     if (n > 0 && p[1].revents) read_stream(s);
     rl.unlock();
-    if (s.rx_pending.load()) read_stream_locked(s);
+    std::lock_guard lk(s.mu);
+    if (s.backoff) {
+        s.backoff = false;  // the engine stepped aside for us: hand the stream back
+        update_mask(s);
+    }
 }
 
 void QueuePair::nak(uint64_t seq, NakStatus st) {
@@ -723,7 +737,8 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
     }
     bool carries = op == Op::kWrite || op == Op::kWriteImm || op == Op::kSend ||
                    op == Op::kSendImm;
-    if (h.flags & kAckRequested) ack_wanted_ = true;
+    // An ACK is due once the request asking for it has executed, not when its header arrives.
+    bool wants_ack = h.flags & kAckRequested;
     auto discard_payload = [&] {
         if (carries) {
             s.payload = Payload::kDiscard;
@@ -754,7 +769,8 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
                 cur_imm_ = h.imm;
                 cur_has_imm_ = true;
             }
-            resp_seq_ = seq;
+            pending_seq_ = seq;  // executed, and so acknowledged, once the payload is placed
+            pending_wants_ack_ = wants_ack;
             s.payload = op == Op::kWrite ? Payload::kWrite : Payload::kWriteImm;
             s.dst = region ? reinterpret_cast<char *>(h.addr) : nullptr;
             s.dst_region = region;
@@ -766,7 +782,8 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
             RecvQueue *q = cfg_.srq ? cfg_.srq : &rq_;
             cur_recv_ = q->take_or_wait(weak_from_this());
             if (!cur_recv_) return Step::kStall;
-            resp_seq_ = seq;
+            pending_seq_ = seq;
+            pending_wants_ack_ = wants_ack;
             cur_has_imm_ = op == Op::kSendImm;
             cur_imm_ = h.imm;
             if (h.length > cur_recv_->len) {
@@ -774,6 +791,7 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
                                  cur_recv_->len);
                 push_recv_wc(*cur_recv_, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, false, 0);
                 cur_recv_.reset();
+                resp_seq_ = seq;
                 nak(seq, NakStatus::kInvalidRequest);
                 return discard_payload();
             }
@@ -815,6 +833,7 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
             std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(h.addr))
                 .store(h.aux, std::memory_order_release);
             resp_seq_ = seq;
+            ack_wanted_ |= wants_ack;
             return Step::kContinue;
         }
         case Op::kFlush: {
@@ -832,6 +851,7 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
                 }
             }
             resp_seq_ = seq;
+            ack_wanted_ |= wants_ack;
             return Step::kContinue;
         }
         default:
@@ -902,6 +922,10 @@ void QueuePair::payload_done(Stream &s) {
     s.dst_region.reset();
     s.failed = false;
     uint32_t len = static_cast<uint32_t>(s.payload_len);
+    if (p == Payload::kWrite || p == Payload::kWriteImm || p == Payload::kSend) {
+        resp_seq_ = pending_seq_;
+        ack_wanted_ |= pending_wants_ack_;
+    }
     switch (p) {
         case Payload::kWriteImm:
         case Payload::kSend:
@@ -924,7 +948,13 @@ void QueuePair::payload_done(Stream &s) {
     if (failed && p == Payload::kWrite) RPMA_LOG_WARNING("write target deregistered mid-write");
 }
 
-QueuePair::Step QueuePair::rx_payload(Stream &s) {
+bool QueuePair::answer_now(Stream &s) {
+    std::lock_guard lk(s.mu);
+    if (ack_wanted_ && resp_seq_ > resp_acked_ && !resp_error_) append_ack(s);
+    return s.txq.empty() || flush_tx(s);
+}
+
+QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
     // bytes already staged
     size_t staged = s.tail - s.head;
     if (staged && s.remaining) {
@@ -944,6 +974,8 @@ QueuePair::Step QueuePair::rx_payload(Stream &s) {
         payload_done(s);
         return Step::kContinue;
     }
+    if (budget-- <= 0) return Step::kBlock;  // nothing staged is left: the socket has the rest
+    if (!s.is_request_stream && !answer_now(s)) return Step::kFatal;
     // straight from the socket into the target, with the next header behind it
     s.head = s.tail = 0;
     iovec iov[2];
@@ -983,13 +1015,7 @@ void QueuePair::read_stream(Stream &s) {
             break;
         }
         if (s.rx == Rx::kPayload) {
-            st = rx_payload(s);
-            if (st == Step::kContinue && --budget <= 0) {
-                engine_->post([w = weak_from_this(), sp = &s] {
-                    if (auto self = w.lock()) self->read_stream_locked(*sp);
-                });
-                break;
-            }
+            st = rx_payload(s, budget);
             continue;
         }
         if (s.tail - s.head >= kHeaderSize) {
@@ -1005,11 +1031,15 @@ void QueuePair::read_stream(Stream &s) {
             if (st == Step::kStop) break;
             continue;
         }
-        if (--budget <= 0) {
-            // more input may be waiting and an edge-triggered stream will not say so again
-            engine_->post([w = weak_from_this(), sp = &s] {
-                if (auto self = w.lock()) self->read_stream_locked(*sp);
-            });
+        // Yield only with nothing complete staged: what is left is in the socket, so the
+        // level-triggered engine comes back for it.
+        if (budget-- <= 0) {
+            st = Step::kBlock;
+            break;
+        }
+        // Answers never wait across a system call: the peer may be waiting for them.
+        if (responder && !answer_now(s)) {
+            st = Step::kFatal;
             break;
         }
         if (s.head > 0) {
@@ -1030,13 +1060,13 @@ void QueuePair::read_stream(Stream &s) {
         lost(errno ? strerror(errno) : "protocol error");
         return;
     }
-    if (responder && ack_wanted_ && resp_seq_ > resp_acked_ && !resp_error_) {
-        std::lock_guard lk(s.mu);
-        append_ack(s);
+    if (responder && !answer_now(s)) {
+        lost("send failed");
+        return;
     }
     {
         std::lock_guard lk(s.mu);
-        if (!flush_tx(s)) {
+        if (!responder && !flush_tx(s)) {
             lost("send failed");
             return;
         }

@@ -123,7 +123,7 @@ private:
         bool want_out = false;
         bool rx_on = false;
         std::mutex rx_mu;  // whoever reads the stream holds it, a driving waiter included
-        std::atomic<bool> rx_pending{false};  // input arrived while someone else held rx_mu
+        bool backoff = false;  // under mu: the engine found rx_mu held and stopped polling
     };
 
     struct Outstanding {
@@ -154,7 +154,7 @@ private:
     Step responder_header(Stream &s, const FrameHeader &h);
     Step completer_header(Stream &s, const FrameHeader &h);
     void payload_done(Stream &s);
-    Step rx_payload(Stream &s);
+    Step rx_payload(Stream &s, int &budget);  // spends budget only on system calls
 
     // completions
     void complete_upto(uint64_t seq);                    // sq_mu_ held
@@ -173,6 +173,7 @@ private:
     void maybe_closed();
     void send_disconnect();  // engine thread
     void append_ack(Stream &s);  // engine thread, s.mu held
+    bool answer_now(Stream &s);  // engine thread: pending ACK and answers out; false if broken
     void remove_stream(Stream &s);
     void post_event(rpma_conn_event ev) { events_->push(ev); }
 
@@ -204,9 +205,11 @@ private:
 
     // responder state (engine thread)
     uint64_t resp_seq_ = 0;    // last request executed
+    uint64_t pending_seq_ = 0; // the request whose payload is arriving
     uint64_t resp_acked_ = 0;  // last acknowledged
     bool resp_error_ = false;
     bool ack_wanted_ = false;  // an executed request asked for an ACK
+    bool pending_wants_ack_ = false;  // the request whose payload is arriving asked for one
     std::optional<PostedRecv> cur_recv_;
     uint32_t cur_imm_ = 0;
     bool cur_has_imm_ = false;
