@@ -43,7 +43,9 @@ uint64_t random_token() {
     return rng();
 }
 
-thread_local char t_discard[64 * 1024];
+// Bytes that go nowhere (skipped payloads) land here; nobody reads them, so one buffer serves
+// every thread.
+char g_discard[64 * 1024];
 
 void set_socket_options(int fd) {
     int one = 1;
@@ -981,8 +983,8 @@ QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
     iovec iov[2];
     size_t want = static_cast<size_t>(std::min<uint64_t>(s.remaining, SIZE_MAX / 2));
     bool discard = !s.dst || s.failed;
-    iov[0].iov_base = discard ? t_discard : s.dst;
-    iov[0].iov_len = discard ? std::min(want, sizeof(t_discard)) : want;
+    iov[0].iov_base = discard ? g_discard : s.dst;
+    iov[0].iov_len = discard ? std::min(want, sizeof(g_discard)) : want;
     iov[1].iov_base = s.buf.get();
     iov[1].iov_len = s.remaining >= kDirectThreshold ? kHeaderSize : kStagingSize;
     ssize_t n;
@@ -1047,9 +1049,13 @@ void QueuePair::read_stream(Stream &s) {
             s.tail -= s.head;
             s.head = 0;
         }
-        ssize_t n = ::recv(s.fd.get(), s.buf.get() + s.tail, kStagingSize - s.tail, MSG_DONTWAIT);
+        size_t room = kStagingSize - s.tail;
+        ssize_t n = ::recv(s.fd.get(), s.buf.get() + s.tail, room, MSG_DONTWAIT);
         if (n > 0) {
             s.tail += static_cast<size_t>(n);
+            // A short read drained the socket: after these frames, stop rather than pay for an
+            // EAGAIN; the level-triggered poll says when more arrives.
+            if (static_cast<size_t>(n) < room) budget = 0;
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
