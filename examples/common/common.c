@@ -205,7 +205,7 @@ void ex_mem_unmap(struct ex_mem *mem) {
     if (mem->fd < 0) {
         free(mem->ptr);
     } else {
-        munmap(mem->ptr, mem->size);
+        if (munmap(mem->ptr, mem->size) != 0) EX_FAIL("munmap: %s", strerror(errno));
         close(mem->fd);
     }
     mem->ptr = NULL;

@@ -15,6 +15,15 @@ std::shared_ptr<Region> MrTable::add(char *addr, size_t size, int usage) {
     return r;
 }
 
+std::shared_ptr<Region> MrTable::add_with_rkey(char *addr, size_t size, int usage,
+                                               uint32_t rkey) {
+    std::unique_lock lk(mu_);
+    if (rkey == 0 || regions_.count(rkey)) return nullptr;
+    auto r = std::make_shared<Region>(addr, size, usage, rkey);
+    regions_.emplace(rkey, r);
+    return r;
+}
+
 std::shared_ptr<Region> MrTable::find(uint32_t rkey) const {
     std::shared_lock lk(mu_);
     auto it = regions_.find(rkey);

@@ -14,6 +14,8 @@ class MrTable {
 public:
     // Registers a region under a fresh random rkey.
     std::shared_ptr<Region> add(char *addr, size_t size, int usage);
+    // Registers under a chosen rkey (test harnesses); nullptr if it is taken or 0.
+    std::shared_ptr<Region> add_with_rkey(char *addr, size_t size, int usage, uint32_t rkey);
     std::shared_ptr<Region> find(uint32_t rkey) const;
     void remove(uint32_t rkey);
     size_t size() const;

@@ -24,6 +24,10 @@ struct IncomingConn {
 
 class Listener final : public Handler, public std::enable_shared_from_this<Listener> {
 public:
+    // Test hook for fuzzing: feeds `data` as one accepted socket's first bytes and runs the
+    // Hello parser on the calling thread. Returns how many requests were queued (0 or 1).
+    static int fuzz_hello(Engine *engine, const uint8_t *data, size_t size);
+
     static int create(Engine *engine, const char *addr, const char *port,
                       std::shared_ptr<Listener> *out);
     ~Listener() override;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -47,9 +48,29 @@ uint64_t random_token() {
 // every thread.
 char g_discard[64 * 1024];
 
+// How long a silent or unreachable peer may take to be declared LOST: RPMA_DEAD_PEER_TIMEOUT_MS
+// (documented in docs/tcp-provider.md), default 15 s. Idle connections probe with keepalives;
+// data the peer never acknowledges times out through TCP_USER_TIMEOUT.
+int dead_peer_timeout_ms() {
+    static const int ms = [] {
+        const char *env = getenv("RPMA_DEAD_PEER_TIMEOUT_MS");
+        long v = env ? strtol(env, nullptr, 10) : 0;
+        return v >= 1000 && v <= 3600 * 1000 ? static_cast<int>(v) : 15000;
+    }();
+    return ms;
+}
+
 void set_socket_options(int fd) {
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    int ms = dead_peer_timeout_ms();
+    unsigned user_timeout = static_cast<unsigned>(ms);
+    int idle = std::max(1, ms / 3000), intvl = std::max(1, ms / 9000), cnt = 3;
+    ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
 }
 
 bool write_all_small(int fd, const void *p, size_t n) {

@@ -60,6 +60,13 @@ struct SendWr {
 class QueuePair final : public Handler, public RecvWaiter, public CqDriver,
                         public std::enable_shared_from_this<QueuePair> {
 public:
+    // Test hook for fuzzing: builds an established queue pair over socket pairs, with no
+    // engine registration, feeds `data` as the peer's bytes on one stream and processes them on
+    // the calling thread. kind 0: the peer's requests (responder); 1: answers to our requests
+    // (completer, after a few posted requests); 2: the server's reply to our connect.
+    static void fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, int kind, const uint8_t *data,
+                          size_t size);
+
     static std::shared_ptr<QueuePair> create(Engine *engine, MrTable *mrs, const QpConfig &cfg,
                                              FdQueue<rpma_conn_event> *events);
     ~QueuePair() override;
