@@ -310,6 +310,7 @@ void QueuePair::reject(Fd &main) {
 }
 
 void QueuePair::on_timer() {
+    if (closed_) return;
     Cm cm;
     Clock::time_point dl;
     {
@@ -333,8 +334,12 @@ void QueuePair::remove_stream(Stream &s) {
 }
 
 void QueuePair::close() {
+    closed_.store(true);
     remove_stream(main_);
     remove_stream(join_);
+    // A barrier: work already queued for the engine thread has run once this returns, and
+    // anything queued later sees closed_, so nothing touches the CQs the caller frees next.
+    engine_->run_sync([] {});
     std::lock_guard lk(sq_mu_);
     error_ = true;
 }
@@ -384,7 +389,8 @@ int QueuePair::disconnect() {
         disc_sent_ = true;
     }
     engine_->post([w = weak_from_this()] {
-        if (auto self = w.lock()) self->send_disconnect();
+        auto self = w.lock();
+        if (self && !self->closed_) self->send_disconnect();
     });
     return 0;
 }
@@ -399,7 +405,8 @@ void QueuePair::maybe_closed() {
                 send_disconnect();
             } else {
                 engine_->post([w = weak_from_this()] {
-                    if (auto self = w.lock()) self->send_disconnect();
+                    auto self = w.lock();
+        if (self && !self->closed_) self->send_disconnect();
                 });
             }
         }
@@ -697,7 +704,7 @@ void QueuePair::read_stream_locked(Stream &s) {
 void QueuePair::recv_posted() {
     engine_->post([w = weak_from_this()] {
         auto self = w.lock();
-        if (!self) return;
+        if (!self || self->closed_) return;
         std::lock_guard rl(self->resp().rx_mu);
         if (!self->resp().stalled) return;
         self->resp().stalled = false;

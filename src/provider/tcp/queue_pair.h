@@ -191,6 +191,7 @@ private:
     uint32_t qp_num_;
     uint32_t remote_qp_ = 0;
     bool is_client_ = false;
+    std::atomic<bool> closed_{false};  // close() ran: engine-thread work must not touch the CQs
     RecvQueue rq_;
 
     std::mutex cm_mu_;  // cm_, disc_sent_

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * mt.h -- helpers of the multi-threaded tests, on top of the integration tests' common.h.
+ */
+#ifndef RPMA_MT_H
+#define RPMA_MT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "common.h"
+
+/* a deterministic value for (a, b, c): both processes replay the same sequence */
+static inline uint64_t mt_rand3(uint64_t a, uint64_t b, uint64_t c) {
+    uint64_t x = a * 0x9e3779b97f4a7c15ULL ^ (b + 0x632be59bd9b4e019ULL) * 0xbf58476d1ce4e5b9ULL ^
+                 (c + 1) * 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    x *= 0xd6e8feb86659fd93ULL;
+    x ^= x >> 32;
+    x *= 0xd6e8feb86659fd93ULL;
+    return x ^ (x >> 32);
+}
+
+/* starts n threads running fn(&args[k]), each k given its own slot of args */
+static inline void mt_start(pthread_t *th, int n, void *(*fn)(void *), void *args, size_t arg_size) {
+    for (int k = 0; k < n; k++)
+        if (pthread_create(&th[k], NULL, fn, (char *)args + (size_t)k * arg_size) != 0)
+            IT_FAIL("pthread_create failed");
+}
+
+static inline void mt_join(pthread_t *th, int n) {
+    for (int k = 0; k < n; k++)
+        if (pthread_join(th[k], NULL) != 0) IT_FAIL("pthread_join failed");
+}
+
+/* makes fd non-blocking, so that several threads may poll it and none blocks in the library */
+void mt_set_nonblock(int fd);
+
+/* an optional numeric argument k of the scenario, or def */
+long mt_arg(const struct it_args *a, int k, long def);
+
+#endif /* RPMA_MT_H */
