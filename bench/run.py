@@ -35,11 +35,11 @@ PEERS = ["rpma", "tcp", "libfabric", "ucx"]
 class Runner:
     def __init__(self, args):
         self.a = args
-        self.port = 48000
-        self.ucx_port = 49500
+        self.port = 51000
+        self.ucx_port = 52000
 
     def next_port(self):
-        self.port = 48000 + (self.port - 48000 + 1) % 900
+        self.port = 51000 + (self.port - 51000 + 1) % 900
         return self.port
 
     def run_json(self, cmd, env=None, timeout=None):
@@ -99,7 +99,7 @@ class Runner:
         # iteration counts aimed at about --time seconds at the rates seen on loopback
         rate = {"write": 400e6 / size + 2000, "read": 25e6 / size + 100, "lat": 10000}[kind]
         n = max(200, int(rate * self.a.time))
-        self.ucx_port = 49500 + (self.ucx_port - 49500 + 1) % 400
+        self.ucx_port = 52000 + (self.ucx_port - 52000 + 1) % 400
         env = dict(os.environ, UCX_TLS="tcp", UCX_NET_DEVICES="lo")
         srv = subprocess.Popen([self.a.ucx, "-p", str(self.ucx_port)], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -34,10 +34,17 @@ constexpr int kMaxIov = 64;
 constexpr int kRxBudget = 2;
 constexpr auto kReplyTimeout = std::chrono::seconds(30);
 
-std::atomic<uint32_t> g_next_qp{[] {
-    std::random_device rd;
-    return (rd() & 0xffffu) << 4 | 1u;
-}()};
+// QP numbers: unique within a process (a counter), and mixed with the pid so that processes
+// forked from one parent, or started together, do not all count from the same place.
+uint32_t next_qp_num() {
+    static std::atomic<uint32_t> counter{1};
+    uint32_t mix = static_cast<uint32_t>(getpid()) * 2654435761u;
+    uint32_t v;
+    do {
+        v = (counter.fetch_add(1) ^ (mix >> 8)) & 0xffffffu;  // 24 bits, as on InfiniBand
+    } while (v == 0);  // QP 0 is special on InfiniBand
+    return v;
+}
 
 uint64_t random_token() {
     static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -116,7 +123,7 @@ QueuePair::QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg,
       mrs_(mrs),
       cfg_(cfg),
       events_(events),
-      qp_num_(g_next_qp.fetch_add(1) & 0xffffffu),
+      qp_num_(next_qp_num()),
       rq_(cfg.rq_size) {}
 
 QueuePair::~QueuePair() = default;
