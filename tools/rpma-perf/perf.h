@@ -134,6 +134,22 @@ struct client_result {
 /* 0 on success; prints its own errors */
 int perf_client(const struct client_opts *o, struct client_result *r);
 
+/* ---- soak: mixed operations, every byte read checked against what was written ---- */
+struct soak_opts {
+    const char *addr;
+    const char *port;
+    int conns;
+    int iodepth;
+    size_t max_size; /* largest operation */
+    uint64_t window; /* bytes of the server region each connection owns (at most) */
+    double time_s;
+    double interval_s; /* status line period */
+    uint64_t seed;
+};
+
+/* 0 when every check passed; prints a status line every interval and the verdict */
+int perf_soak(const struct soak_opts *o);
+
 /* monotonic nanoseconds */
 uint64_t perf_now_ns(void);
 /* process CPU (user, sys) in ns */

@@ -572,8 +572,11 @@ int QueuePair::post_send(const SendWr &wr) {
                    wr.op == Op::kSendImm;
     Stream &s = req();
     std::lock_guard tlk(s.mu);
+    // Frames already queued mean the socket is full and the engine sends on EPOLLOUT; this one
+    // joins them (and goes out in the same sendmsg) instead of paying for another EAGAIN.
+    bool idle = s.txq.empty();
     enqueue(s, TxItem{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr});
-    flush_tx(s);
+    if (idle) flush_tx(s);
     return 0;
 }
 
