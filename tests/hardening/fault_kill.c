@@ -50,8 +50,8 @@ static void side_init(struct side *s, bool server, char role) {
     s->peer = it_peer_new(ADDR, server);
     s->buf = it_alloc(REGION);
     int all = RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC |
-              RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
-              RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV;
+              RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY | RPMA_MR_USAGE_SEND |
+              RPMA_MR_USAGE_RECV;
     CHECK_OK(rpma_mr_reg(s->peer, s->buf, REGION, all, &s->mr));
     s->pdata[PD_ROLE] = role;
     CHECK_OK(rpma_mr_get_descriptor(s->mr, s->pdata + PD_MR));
@@ -181,7 +181,8 @@ static void child(char role, bool child_is_server, int port, int ready_fd, int g
 #define N_RECV 4
 #define N_WRITE_BEFORE 8
 #define N_WRITE_AFTER 8
-/* wr_ids in posting order: receives 1..4, writes 101.., send 200, writes 201.., read 300, flush 301 */
+/* wr_ids in posting order: receives 1..4, writes 101.., send 200, writes 201.., read 300, flush 301
+ */
 
 static void survive(struct side *s, struct rpma_conn *victim, struct rpma_mr_remote *vdst,
                     int victim_pid, struct rpma_conn *healthy, struct rpma_mr_remote *hdst) {
@@ -194,8 +195,8 @@ static void survive(struct side *s, struct rpma_conn *victim, struct rpma_mr_rem
     int n = 0;
     /* the victim writes into [0, 4 MiB) of our region: receives and the send live above it */
     for (int i = 0; i < N_RECV; i++)
-        CHECK_OK(rpma_recv(victim, s->mr, 6 * CHUNK + (size_t)i * 64, 64,
-                           (void *)(uintptr_t)(1 + i)));
+        CHECK_OK(
+            rpma_recv(victim, s->mr, 6 * CHUNK + (size_t)i * 64, 64, (void *)(uintptr_t)(1 + i)));
     for (int i = 0; i < N_WRITE_BEFORE; i++) {
         CHECK_OK(rpma_write(victim, vdst, (size_t)(i % 4) * CHUNK, s->mr, 0, CHUNK,
                             RPMA_F_COMPLETION_ALWAYS, (void *)(uintptr_t)(101 + i)));
@@ -209,8 +210,8 @@ static void survive(struct side *s, struct rpma_conn *victim, struct rpma_mr_rem
                             RPMA_F_COMPLETION_ALWAYS, (void *)(uintptr_t)(201 + i)));
         order[n++] = 201 + (uint64_t)i;
     }
-    CHECK_OK(rpma_read(victim, s->mr, 4 * CHUNK, vdst, 0, CHUNK, RPMA_F_COMPLETION_ALWAYS,
-                       (void *)300));
+    CHECK_OK(
+        rpma_read(victim, s->mr, 4 * CHUNK, vdst, 0, CHUNK, RPMA_F_COMPLETION_ALWAYS, (void *)300));
     order[n++] = 300;
     CHECK_OK(rpma_flush(victim, vdst, 0, CHUNK, RPMA_FLUSH_TYPE_VISIBILITY,
                         RPMA_F_COMPLETION_ALWAYS, (void *)301));
@@ -274,9 +275,10 @@ static void survive(struct side *s, struct rpma_conn *victim, struct rpma_mr_rem
             failed++;
         }
     }
-    printf("victim killed: %s after %lld ms, %d operations done (%d ok before the kill, %d failed) "
-           "after %lld ms (bound %d ms)\n",
-           rpma_utils_conn_event_2str(ev), t_ev, total, ok, failed, t_last, BOUND_MS);
+    printf(
+        "victim killed: %s after %lld ms, %d operations done (%d ok before the kill, %d failed) "
+        "after %lld ms (bound %d ms)\n",
+        rpma_utils_conn_event_2str(ev), t_ev, total, ok, failed, t_last, BOUND_MS);
     if (t_ev > BOUND_MS) IT_FAIL("the event took %lld ms", t_ev);
 
     (void)rpma_conn_disconnect(victim); /* the peer is gone: the result does not matter */

@@ -64,10 +64,10 @@ static void legit_open(struct legit *l) {
     memset(l, 0, sizeof(*l));
     l->peer = it_peer_new(g_addr, false);
     l->buf = it_alloc(L_SIZE);
-    CHECK_OK(rpma_mr_reg(l->peer, l->buf, L_SIZE,
-                         RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_SEND |
-                             RPMA_MR_USAGE_RECV,
-                         &l->mr));
+    CHECK_OK(rpma_mr_reg(
+        l->peer, l->buf, L_SIZE,
+        RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV,
+        &l->mr));
     struct rpma_conn_cfg *cfg = NULL;
     CHECK_OK(rpma_conn_cfg_new(&cfg));
     CHECK_OK(rpma_conn_cfg_set_sq_size(cfg, 16));
@@ -206,7 +206,7 @@ static int case_random_hello(void) {
         uint8_t junk[400];
         size_t n = 80 + (size_t)(w_random64() % 320);
         w_random(junk, n);
-        junk[0] = (uint8_t)~(W_MAGIC & 0xff); /* never the magic by chance */
+        junk[0] = (uint8_t) ~(W_MAGIC & 0xff); /* never the magic by chance */
         CHECK(w_send_all(fd, junk, n));
         expect_closed(fd, 2000, "random Hello");
         close(fd);
@@ -266,9 +266,17 @@ static int case_hello_then_garbage(void) {
 
 /* length fields out of bounds: in Hellos (refused), in frames (connection lost) */
 static int case_huge_lengths(void) {
-    struct { uint8_t pdata_len; uint16_t version; uint8_t role; } bad[] = {
-        {255, W_VERSION, W_ROLE_MAIN}, {57, W_VERSION, W_ROLE_MAIN}, {0, 2, W_ROLE_MAIN},
-        {0, W_VERSION, 0}, {0, W_VERSION, 3}, {200, W_VERSION, W_ROLE_JOIN},
+    struct {
+        uint8_t pdata_len;
+        uint16_t version;
+        uint8_t role;
+    } bad[] = {
+        {255, W_VERSION, W_ROLE_MAIN},
+        {57, W_VERSION, W_ROLE_MAIN},
+        {0, 2, W_ROLE_MAIN},
+        {0, W_VERSION, 0},
+        {0, W_VERSION, 3},
+        {200, W_VERSION, W_ROLE_JOIN},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int fd = raw_connect();
@@ -363,7 +371,8 @@ static int case_lone_half_stream(void) {
 
 /* frames with opcodes that are not allowed on the stream they arrive on */
 static int case_bad_opcodes(void) {
-    static const uint8_t on_main[] = {0, 8, 15, W_OP_ACK, W_OP_READ_RESP, W_OP_NAK, 31, 33, 64, 255};
+    static const uint8_t on_main[] = {0,        8,  15, W_OP_ACK, W_OP_READ_RESP,
+                                      W_OP_NAK, 31, 33, 64,       255};
     static const uint8_t on_join[] = {0, W_OP_WRITE, W_OP_READ, W_OP_SEND, 19, 255};
     int n = 0;
     for (size_t i = 0; i < sizeof(on_main); i++, n++) {
@@ -376,8 +385,8 @@ static int case_bad_opcodes(void) {
     for (size_t i = 0; i < sizeof(on_join); i++, n++) {
         struct w_conn c;
         w_conn_open(&c, g_addr, g_port);
-        CHECK(w_frame_send(c.join_fd, on_join[i], 0, 0, c.mr.rkey, c.mr.addr + HS_LEGIT, 1, NULL,
-                           0));
+        CHECK(
+            w_frame_send(c.join_fd, on_join[i], 0, 0, c.mr.rkey, c.mr.addr + HS_LEGIT, 1, NULL, 0));
         expect_conn_closed(&c, 3000, "bad opcode on the answer stream");
     }
     /* well-formed answers to requests the server never sent */
@@ -399,8 +408,11 @@ static int case_truncated_frames(void) {
     for (int variant = 0; variant < 4; variant++, n++) {
         struct w_conn c;
         w_conn_open(&c, g_addr, g_port);
-        struct w_frame f = {.op = W_OP_WRITE, .flags = W_FLAG_ACK_REQ, .length = sizeof(payload),
-                            .rkey = c.mr.rkey, .addr = c.mr.addr + HS_LEGIT};
+        struct w_frame f = {.op = W_OP_WRITE,
+                            .flags = W_FLAG_ACK_REQ,
+                            .length = sizeof(payload),
+                            .rkey = c.mr.rkey,
+                            .addr = c.mr.addr + HS_LEGIT};
         switch (variant) {
             case 0: /* half a header */
                 CHECK(w_send_all(c.main_fd, &f, 16));
@@ -474,7 +486,8 @@ static int case_bad_requests(void) {
         size_t payload;
         uint16_t status;
     } cases[] = {
-        {"write, unknown rkey", W_OP_WRITE, 0, 64, bad_rkey, c.mr.addr + HS_LEGIT, 64, W_NAK_ACCESS},
+        {"write, unknown rkey", W_OP_WRITE, 0, 64, bad_rkey, c.mr.addr + HS_LEGIT, 64,
+         W_NAK_ACCESS},
         {"write across the end", W_OP_WRITE, 0, 64, c.mr.rkey, c.mr.addr + HS_REGION - 32, 64,
          W_NAK_ACCESS},
         {"write past the end", W_OP_WRITE, 0, 64, c.mr.rkey, c.mr.addr + HS_REGION, 64,
@@ -482,8 +495,7 @@ static int case_bad_requests(void) {
         {"write before the start", W_OP_WRITE, 0, 64, c.mr.rkey, c.mr.addr - 8, 64, W_NAK_ACCESS},
         {"write, address wraps", W_OP_WRITE, 0, 64, c.mr.rkey, UINT64_MAX - 31, 64, W_NAK_ACCESS},
         {"write, 1 GiB", W_OP_WRITE, 0, W_MAX_LEN, c.mr.rkey, c.mr.addr, 0, W_NAK_ACCESS},
-        {"write to a read-only region", W_OP_WRITE, 0, 64, c.ro.rkey, c.ro.addr, 64,
-         W_NAK_ACCESS},
+        {"write to a read-only region", W_OP_WRITE, 0, 64, c.ro.rkey, c.ro.addr, 64, W_NAK_ACCESS},
         {"write-imm past the end", W_OP_WRITE_IMM, 0, 64, c.mr.rkey, c.mr.addr + HS_REGION, 64,
          W_NAK_ACCESS},
         {"read, unknown rkey", W_OP_READ, 0, 64, bad_rkey, c.mr.addr, 0, W_NAK_ACCESS},
@@ -491,20 +503,18 @@ static int case_bad_requests(void) {
          W_NAK_ACCESS},
         {"read, 1 GiB", W_OP_READ, 0, W_MAX_LEN, c.mr.rkey, c.mr.addr, 0, W_NAK_ACCESS},
         {"read, address wraps", W_OP_READ, 0, 64, c.ro.rkey, UINT64_MAX - 7, 0, W_NAK_ACCESS},
-        {"flush past the end", W_OP_FLUSH, W_FLAG_PERSISTENT, 64, c.mr.rkey,
-         c.mr.addr + HS_REGION, 0, W_NAK_ACCESS},
+        {"flush past the end", W_OP_FLUSH, W_FLAG_PERSISTENT, 64, c.mr.rkey, c.mr.addr + HS_REGION,
+         0, W_NAK_ACCESS},
         {"flush, unknown rkey", W_OP_FLUSH, 0, 64, bad_rkey, c.mr.addr, 0, W_NAK_ACCESS},
         {"persistent flush of a read-only region", W_OP_FLUSH, W_FLAG_PERSISTENT, 64, c.ro.rkey,
          c.ro.addr, 0, W_NAK_ACCESS},
         {"atomic, misaligned", W_OP_ATOMIC, 0, 8, c.mr.rkey, c.mr.addr + HS_LEGIT + 4, 0,
          W_NAK_INVALID},
-        {"atomic, 16 bytes", W_OP_ATOMIC, 0, 16, c.mr.rkey, c.mr.addr + HS_LEGIT, 0,
-         W_NAK_INVALID},
+        {"atomic, 16 bytes", W_OP_ATOMIC, 0, 16, c.mr.rkey, c.mr.addr + HS_LEGIT, 0, W_NAK_INVALID},
         {"atomic past the end", W_OP_ATOMIC, 0, 8, c.mr.rkey, c.mr.addr + HS_REGION, 0,
          W_NAK_ACCESS},
         {"atomic into the guard", W_OP_ATOMIC, 0, 8, c.mr.rkey, c.mr.addr - 8, 0, W_NAK_ACCESS},
-        {"atomic to a read-only region", W_OP_ATOMIC, 0, 8, c.ro.rkey, c.ro.addr, 0,
-         W_NAK_ACCESS},
+        {"atomic to a read-only region", W_OP_ATOMIC, 0, 8, c.ro.rkey, c.ro.addr, 0, W_NAK_ACCESS},
         {"send larger than the posted receive", W_OP_SEND, 0, 1000, 0, 0, 1000, W_NAK_INVALID},
     };
     static uint8_t big[1000];
@@ -614,17 +624,19 @@ int main(int argc, char *argv[]) {
     long long t1 = it_now_ms();
     /* half-open requests may wait for the listener's Hello timeout before they are dropped */
     struct hs_stats post = legit_session(pre.fds, 20000);
-    printf("%s: attack %lld ms; server requests %lu -> %lu, lost %lu -> %lu, descriptors %d -> "
-           "%d\n",
-           hc->name, t1 - t0, pre.reqs, post.reqs, pre.lost, post.lost, pre.fds, post.fds);
+    printf(
+        "%s: attack %lld ms; server requests %lu -> %lu, lost %lu -> %lu, descriptors %d -> "
+        "%d\n",
+        hc->name, t1 - t0, pre.reqs, post.reqs, pre.lost, post.lost, pre.fds, post.fds);
     /* the post session is the only legitimate request between the two snapshots */
     CHECK_EQ(post.reqs - pre.reqs, (unsigned long)hostile + 1);
     CHECK_EQ(post.lost - pre.lost, (unsigned long)hostile);
     CHECK_EQ(post.closed - pre.closed, 1); /* the pre session's orderly disconnect */
     if (g_xfail_half_open && !g_half_open_bug_seen)
-        IT_FAIL("XPASS: the half-open request bug is gone; drop xfail_half_open for %s in "
-                "tests/hardening/CMakeLists.txt",
-                hc->name);
+        IT_FAIL(
+            "XPASS: the half-open request bug is gone; drop xfail_half_open for %s in "
+            "tests/hardening/CMakeLists.txt",
+            hc->name);
     printf("%s: PASS%s\n", hc->name, g_half_open_bug_seen ? " (with the known bug)" : "");
     return 0;
 }

@@ -30,8 +30,8 @@ struct hs_stats {
 static inline int hs_stats_parse(const char *s, struct hs_stats *st) {
     char word[8] = {0};
     memset(st, 0, sizeof(*st));
-    int n = sscanf(s, "%7s %lu %lu %lu %lu %d %d %ld", word, &st->reqs, &st->established,
-                   &st->lost, &st->closed, &st->live, &st->fds, &st->bad);
+    int n = sscanf(s, "%7s %lu %lu %lu %lu %d %d %ld", word, &st->reqs, &st->established, &st->lost,
+                   &st->closed, &st->live, &st->fds, &st->bad);
     st->ok = strcmp(word, "OK") == 0;
     return n == 8 ? 0 : -1;
 }

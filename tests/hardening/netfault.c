@@ -39,10 +39,9 @@ static struct rpma_mr_local *reg(struct rpma_peer *peer, char **buf) {
     *buf = it_alloc(REGION);
     struct rpma_mr_local *mr = NULL;
     CHECK_OK(rpma_mr_reg(peer, *buf, REGION,
-                         RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_READ_DST |
-                             RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_WRITE_DST |
-                             RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY | RPMA_MR_USAGE_RECV |
-                             RPMA_MR_USAGE_SEND,
+                         RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC |
+                             RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
+                             RPMA_MR_USAGE_RECV | RPMA_MR_USAGE_SEND,
                          &mr));
     return mr;
 }
@@ -198,8 +197,8 @@ static void attempt(const char *addr, const char *port, int timeout_ms,
     long long when = 0;
     enum rpma_conn_event ev = event_within(conn, (int)max_ms + 5000, &when);
     long long took = when - t0;
-    printf("%s:%s: %s after %lld ms (conn cfg timeout %d ms, expected %lld..%lld ms)\n", addr,
-           port, rpma_utils_conn_event_2str(ev), took, timeout_ms, min_ms, max_ms);
+    printf("%s:%s: %s after %lld ms (conn cfg timeout %d ms, expected %lld..%lld ms)\n", addr, port,
+           rpma_utils_conn_event_2str(ev), took, timeout_ms, min_ms, max_ms);
     if (ev != expected)
         IT_FAIL("event %s, expected %s", rpma_utils_conn_event_2str(ev),
                 rpma_utils_conn_event_2str(expected));

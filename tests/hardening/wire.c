@@ -91,7 +91,7 @@ int w_connect(const char *addr, const char *port, int timeout_ms) {
     struct timeval tv = {.tv_sec = 5};
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     return fd;
-fail: {
+fail : {
     int e = errno;
     close(fd);
     errno = e;
@@ -182,8 +182,8 @@ void w_conn_close(struct w_conn *c) {
 
 bool w_frame_send(int fd, uint8_t op, uint8_t flags, uint32_t length, uint32_t rkey, uint64_t addr,
                   uint64_t aux, const void *payload, size_t payload_len) {
-    struct w_frame f = {.op = op, .flags = flags, .length = length, .rkey = rkey, .addr = addr,
-                        .aux = aux};
+    struct w_frame f = {
+        .op = op, .flags = flags, .length = length, .rkey = rkey, .addr = addr, .aux = aux};
     char buf[32 + 4096];
     if (payload_len <= 4096) {
         memcpy(buf, &f, sizeof(f));

@@ -112,8 +112,8 @@ void w_hello_init(struct w_hello *h, uint8_t role, uint64_t token);
 struct w_conn {
     int main_fd, join_fd;
     struct w_reply reply;
-    struct w_mr mr;    /* the all-usage region (descriptor at pdata 0) */
-    struct w_mr ro;    /* the READ_SRC-only region (descriptor at pdata 21) */
+    struct w_mr mr; /* the all-usage region (descriptor at pdata 0) */
+    struct w_mr ro; /* the READ_SRC-only region (descriptor at pdata 21) */
 };
 /* opens a connection by hand and requires an accept; fails the test otherwise */
 void w_conn_open(struct w_conn *c, const char *addr, const char *port);

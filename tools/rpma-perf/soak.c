@@ -104,8 +104,24 @@ static size_t rnd_len(uint64_t *s, size_t max) {
     return len < max ? len : max;
 }
 
+/* how a mismatched read's bytes compare with the window now and with the poison it started as */
+static const char *classify(const struct soak_worker *w, uint64_t off, size_t len, const char *got,
+                            const char *exp) {
+    if (w == NULL || off + len > w->win) return "";
+    bool all_now = true, all_poison = true;
+    char poison = (char)(0xa5 ^ (int)(off & 0xff));
+    for (size_t i = 0; i < len; i++) {
+        if (got[i] == exp[i]) continue;
+        if (got[i] != w->shadow[off + i]) all_now = false;
+        if (got[i] != poison) all_poison = false;
+    }
+    if (all_poison) return "; the differing bytes were never placed (still the poison)";
+    if (all_now) return "; they hold what later-posted writes put there";
+    return "; they match neither the expected data nor later writes";
+}
+
 static void report_mismatch(struct soak_worker *w, const char *what, uint64_t off, size_t len,
-                            const char *got, const char *exp) {
+                            const char *got, const char *exp, bool is_read) {
     atomic_fetch_add(&w->mismatches, 1);
     size_t first = 0, bad = 0;
     while (first < len && got[first] == exp[first]) first++;
@@ -113,10 +129,10 @@ static void report_mismatch(struct soak_worker *w, const char *what, uint64_t of
     if (atomic_fetch_add(&g_reports, 1) >= SOAK_MAX_REPORTS) return;
     fprintf(stderr,
             "rpma-perf soak: MISMATCH connection %d, %s of %zu bytes at remote offset %llu: %zu "
-            "bytes differ, first at offset %llu (expected 0x%02x, got 0x%02x)\n",
+            "bytes differ, first at offset %llu (expected 0x%02x, got 0x%02x)%s\n",
             w->idx, what, len, (unsigned long long)(w->base + off), bad,
             (unsigned long long)(w->base + off + first), (unsigned char)exp[first],
-            (unsigned char)got[first]);
+            (unsigned char)got[first], is_read ? classify(w, off, len, got, exp) : "");
 }
 
 static int next_wcs(struct soak_worker *w, struct ibv_wc *wc, int max, int *got) {
@@ -162,7 +178,7 @@ static int check_window(struct soak_worker *w, const char *what) {
     for (uint64_t off = 0; off < w->win; off += SOAK_CHUNK) {
         size_t n = w->win - off < SOAK_CHUNK ? (size_t)(w->win - off) : SOAK_CHUNK;
         if (memcmp(w->vbuf + off, w->shadow + off, n) != 0)
-            report_mismatch(w, what, off, n, w->vbuf + off, w->shadow + off);
+            report_mismatch(w, what, off, n, w->vbuf + off, w->shadow + off, false);
     }
     return 0;
 }
@@ -227,7 +243,7 @@ static void complete(struct soak_worker *w, int s) {
         case K_READ:
             atomic_fetch_add_explicit(&w->bytes_read, sl->len, memory_order_relaxed);
             if (memcmp(sl->buf, sl->exp, sl->len) != 0)
-                report_mismatch(w, "read", sl->off, sl->len, sl->buf, sl->exp);
+                report_mismatch(w, "read", sl->off, sl->len, sl->buf, sl->exp, true);
             break;
         default:
             break;

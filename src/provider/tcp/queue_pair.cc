@@ -373,7 +373,7 @@ void QueuePair::append_ack(Stream &s) {
     a.aux = resp_seq_;
     resp_acked_ = resp_seq_;
     ack_wanted_ = false;
-    enqueue(s, TxItem{a, nullptr, 0, nullptr});
+    enqueue(s, TxItem{a, nullptr, 0, nullptr, nullptr});
 }
 
 void QueuePair::send_disconnect() {
@@ -384,7 +384,7 @@ void QueuePair::send_disconnect() {
     for (Stream *s : {&main_, &join_}) {
         std::lock_guard lk(s->mu);
         if (s == &resp() && !resp_error_ && resp_seq_ > resp_acked_) append_ack(*s);
-        enqueue(*s, TxItem{h, nullptr, 0, nullptr});
+        enqueue(*s, TxItem{h, nullptr, 0, nullptr, nullptr});
         flush_tx(*s);
     }
 }
@@ -519,7 +519,7 @@ bool QueuePair::flush_tx(Stream &s) {
 
 void QueuePair::send_frame(Stream &s, const FrameHeader &h) {
     std::lock_guard lk(s.mu);
-    enqueue(s, TxItem{h, nullptr, 0, nullptr});
+    enqueue(s, TxItem{h, nullptr, 0, nullptr, nullptr});
     flush_tx(s);  // a broken stream shows up on the receive side as well
 }
 
@@ -575,7 +575,7 @@ int QueuePair::post_send(const SendWr &wr) {
     // Frames already queued mean the socket is full and the engine sends on EPOLLOUT; this one
     // joins them (and goes out in the same sendmsg) instead of paying for another EAGAIN.
     bool idle = s.txq.empty();
-    enqueue(s, TxItem{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr});
+    enqueue(s, TxItem{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr, nullptr});
     if (idle) flush_tx(s);
     return 0;
 }
@@ -788,6 +788,9 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
     };
     // In the error state requests are dropped; the stream is read on to its disconnect.
     if (resp_error_) return discard_payload();
+    // Reads answered earlier must not see what this request changes.
+    if (reads_unsettled_ && op != Op::kRead && op != Op::kFlush && !settle_reads(resp()))
+        return Step::kFatal;
     uint64_t seq = resp_seq_ + 1;
     std::shared_ptr<Region> region;
     auto check = [&](int need) -> bool {
@@ -854,7 +857,8 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
             r.aux = seq;
             std::lock_guard lk(resp().mu);
             enqueue(resp(), TxItem{r, h.length ? reinterpret_cast<char *>(h.addr) : nullptr,
-                                   h.length, region});
+                                   h.length, region, nullptr});
+            if (h.length) reads_unsettled_ = true;
             if (resp().txq.size() >= kMaxIov / 2 && !flush_tx(resp())) return Step::kFatal;
             return Step::kContinue;
         }
@@ -989,9 +993,29 @@ void QueuePair::payload_done(Stream &s) {
 }
 
 bool QueuePair::answer_now(Stream &s) {
+    {
+        std::lock_guard lk(s.mu);
+        if (ack_wanted_ && resp_seq_ > resp_acked_ && !resp_error_) append_ack(s);
+        if (!reads_unsettled_) return s.txq.empty() || flush_tx(s);
+    }
+    return settle_reads(s);  // the next requests may write
+}
+
+bool QueuePair::settle_reads(Stream &s) {
     std::lock_guard lk(s.mu);
-    if (ack_wanted_ && resp_seq_ > resp_acked_ && !resp_error_) append_ack(s);
-    return s.txq.empty() || flush_tx(s);
+    if (!flush_tx(s)) return false;
+    for (auto &it : s.txq) {
+        if (!it.guard || it.len == 0) continue;
+        RegionUse use(it.guard.get());
+        if (!use.ok()) return false;  // deregistered under an answer in flight
+        std::shared_ptr<char[]> copy(new char[it.len]);
+        std::memcpy(copy.get(), it.data, it.len);
+        it.owned = std::move(copy);
+        it.data = it.owned.get();
+        it.guard.reset();
+    }
+    reads_unsettled_ = false;
+    return true;
 }
 
 QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {

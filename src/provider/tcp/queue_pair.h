@@ -104,6 +104,7 @@ private:
         const char *data;
         size_t len;
         std::shared_ptr<Region> guard;  // responder data read straight from a region
+        std::shared_ptr<char[]> owned;  // or a snapshot of it, once the region may change
     };
 
     struct Stream {
@@ -180,7 +181,10 @@ private:
     void maybe_closed();
     void send_disconnect();  // engine thread
     void append_ack(Stream &s);  // engine thread, s.mu held
-    bool answer_now(Stream &s);  // engine thread: pending ACK and answers out; false if broken
+    bool answer_now(Stream &s);
+    // engine thread: sends what it can of the read answers and copies out the rest, so that a
+    // later write cannot change data a read has already returned (RC order).
+    bool settle_reads(Stream &s);  // engine thread: pending ACK and answers out; false if broken
     void remove_stream(Stream &s);
     void post_event(rpma_conn_event ev) { events_->push(ev); }
 
@@ -217,7 +221,8 @@ private:
     uint64_t resp_acked_ = 0;  // last acknowledged
     bool resp_error_ = false;
     bool ack_wanted_ = false;  // an executed request asked for an ACK
-    bool pending_wants_ack_ = false;  // the request whose payload is arriving asked for one
+    bool pending_wants_ack_ = false;
+    bool reads_unsettled_ = false;  // read answers in the queue still point into regions  // the request whose payload is arriving asked for one
     std::optional<PostedRecv> cur_recv_;
     uint32_t cur_imm_ = 0;
     bool cur_has_imm_ = false;
