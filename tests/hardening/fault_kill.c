@@ -221,6 +221,7 @@ static void survive(struct side *s, struct rpma_conn *victim, struct rpma_mr_rem
     verified_io(healthy, s, hdst, 2);
     usleep(100 * 1000);
 
+    printf("survivor: %d operations posted to the victim; killing it\n", n + N_RECV);
     long long t0 = it_now_ms();
     CHECK(kill(victim_pid, SIGKILL) == 0);
     enum rpma_conn_event ev = it_next_event(victim);
@@ -352,6 +353,7 @@ int main(int argc, char *argv[]) {
         }
         CHECK_OK(rpma_ep_shutdown(&ep));
     }
+    printf("survivor: connected to the victim and the healthy peer\n");
     survive(&s, conns[0], dsts[0], pids[0], conns[1], dsts[1]);
     it_wait_killed(pids[0]);
     int status = 0;

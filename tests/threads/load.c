@@ -33,6 +33,7 @@ struct mem_report {
     uint64_t rss_after_kib;
     uint64_t fds_before;
     uint64_t fds_after;
+    uint64_t threads_after;
 };
 
 static uint64_t seed(int j) {
@@ -49,22 +50,27 @@ static void raise_nofile(void) {
 static void check_nofile(int n) {
     struct rlimit rl;
     CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
-    /* a connection takes a handful of descriptors on each side; 8 leaves room to spare */
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)n * 8 + 64)
+    /* a connection takes four descriptors on each side (two sockets, two eventfds); 5 leaves room */
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)n * 5 + 64)
         IT_FAIL("RLIMIT_NOFILE %llu is too low for %d connections", (unsigned long long)rl.rlim_cur,
                 n);
 }
 
-static uint64_t vm_rss_kib(void) {
+/* a number field of /proc/self/status, e.g. "VmRSS: %llu kB" */
+static uint64_t status_field(const char *fmt) {
     FILE *f = fopen("/proc/self/status", "r");
     CHECK(f != NULL);
     char line[256];
-    unsigned long long kib = 0;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %llu kB", &kib) == 1) break;
+    unsigned long long v = 0;
+    bool found = false;
+    while (!found && fgets(line, sizeof(line), f)) found = sscanf(line, fmt, &v) == 1;
     fclose(f);
-    CHECK(kib > 0);
-    return kib;
+    if (!found) IT_FAIL("no %s in /proc/self/status", fmt);
+    return v;
+}
+
+static uint64_t vm_rss_kib(void) {
+    return status_field("VmRSS: %llu kB");
 }
 
 static uint64_t open_fds(void) {
@@ -81,10 +87,11 @@ static uint64_t open_fds(void) {
 static void print_report(const char *side, int n, const struct mem_report *m) {
     double per = ((double)m->rss_after_kib - (double)m->rss_before_kib) / n;
     printf("%s: %d idle connections: VmRSS %llu KiB -> %llu KiB, %.1f KiB per connection; "
-           "fds %llu -> %llu, %.2f per connection\n",
+           "fds %llu -> %llu, %.2f per connection; %llu threads\n",
            side, n, (unsigned long long)m->rss_before_kib, (unsigned long long)m->rss_after_kib,
            per, (unsigned long long)m->fds_before, (unsigned long long)m->fds_after,
-           ((double)m->fds_after - (double)m->fds_before) / n);
+           ((double)m->fds_after - (double)m->fds_before) / n,
+           (unsigned long long)m->threads_after);
 }
 
 static void check_limit(const char *side, int n, const struct mem_report *m, long max_kib) {
@@ -142,6 +149,7 @@ static void server(const struct it_args *a) {
     long long t1 = it_now_ms();
     rep->rss_after_kib = vm_rss_kib();
     rep->fds_after = open_fds();
+    rep->threads_after = status_field("Threads: %llu");
     print_report("server", n, rep);
     printf("server: %d connections accepted in %lld ms\n", n, t1 - t0);
     CHECK(conn0 >= 0);
@@ -202,6 +210,7 @@ static void client(const struct it_args *a) {
     long long t1 = it_now_ms();
     me.rss_after_kib = vm_rss_kib();
     me.fds_after = open_fds();
+    me.threads_after = status_field("Threads: %llu");
     print_report("client", n, &me);
     printf("client: %d connections established in %lld ms\n", n, t1 - t0);
 

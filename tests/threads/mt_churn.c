@@ -20,7 +20,7 @@
 #define CLIENT_THREADS 4
 #define SERVER_THREADS 4
 #define SLOT 4096
-#define DEF_ITERS 25
+#define DEF_ITERS 50
 #define MAX_ITERS 1000
 
 struct hello {

@@ -25,7 +25,7 @@
 #define GETTERS 2
 #define SLICE (16 * 1024)
 #define REGION (THREADS * SLICE)
-#define DEF_ITERS 150
+#define DEF_ITERS 400
 #define PDATA_LEN (IT_MR_DESC_SIZE + IT_PCFG_DESC_SIZE)
 #define Q_SIZE 64
 

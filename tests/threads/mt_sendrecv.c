@@ -24,7 +24,7 @@
 #define MSG_MAX 512
 #define MSG_MIN 16
 #define SLOTS (2 * CLIENT_THREADS)
-#define DEF_ITERS 200
+#define DEF_ITERS 500
 #define MAGIC 0x4d545352u
 
 struct msg_head {
@@ -78,17 +78,21 @@ static atomic_uint s_last_seq[CLIENT_THREADS];
 static atomic_long s_taken[SERVER_THREADS];
 
 static void s_handle(const struct ibv_wc *wc) {
+    int slot = (int)(wc->wr_id & 0xffffffffu);
+    CHECK(slot >= 0 && slot < SLOTS);
+    bool is_send = (wc->wr_id & (1ULL << 32)) != 0;
+    /* once every echo is out the client may close: the receives still posted are flushed */
+    if (wc->status == IBV_WC_WR_FLUSH_ERR && !is_send && atomic_load(&s_echoed) == s_total) return;
     if (wc->status != IBV_WC_SUCCESS)
         IT_FAIL("server: wr_id %#llx failed: %s", (unsigned long long)wc->wr_id,
                 it_wc_status_str(wc->status));
-    int slot = (int)(wc->wr_id & 0xffffffffu);
-    CHECK(slot >= 0 && slot < SLOTS);
-    if (wc->wr_id & (1ULL << 32)) {
+    if (is_send) {
         CHECK_EQ(wc->opcode, IBV_WC_SEND);
+        /* the echo left the buffer: the slot may take the next message, if one is to come */
+        if (atomic_load(&s_echoed) < s_total)
+            CHECK_OK(rpma_recv(s_conn, s_rmr, (size_t)slot * MSG_MAX, MSG_MAX,
+                               (void *)(uintptr_t)CTX_RECV(slot)));
         atomic_fetch_add(&s_sent, 1);
-        /* the echo left the buffer: the slot may take the next message */
-        CHECK_OK(rpma_recv(s_conn, s_rmr, (size_t)slot * MSG_MAX, MSG_MAX,
-                           (void *)(uintptr_t)CTX_RECV(slot)));
         return;
     }
     CHECK_EQ(wc->opcode, IBV_WC_RECV);
@@ -98,9 +102,10 @@ static void s_handle(const struct ibv_wc *wc) {
     unsigned prev = atomic_exchange(&s_last_seq[h.thread], h.seq);
     if (h.seq != prev + 1) IT_FAIL("thread %u: message %u after %u", h.thread, h.seq, prev);
     memcpy(out, in, h.len);
+    /* counted before it is posted: the client may close as soon as the last echo arrives */
+    atomic_fetch_add(&s_echoed, 1);
     CHECK_OK(rpma_send(s_conn, s_smr, (size_t)slot * MSG_MAX, h.len, RPMA_F_COMPLETION_ALWAYS,
                        (void *)(uintptr_t)CTX_SEND(slot)));
-    atomic_fetch_add(&s_echoed, 1);
 }
 
 static void *s_thread(void *arg) {

@@ -678,9 +678,13 @@ void QueuePair::on_events(int fd, uint32_t events) {
         return;
     }
     if (events & EPOLLOUT) {
-        std::lock_guard lk(s.mu);
-        if (!flush_tx(s)) {
-            lost("send failed");
+        bool sent;
+        {
+            std::lock_guard lk(s.mu);
+            sent = flush_tx(s);
+        }
+        if (!sent) {
+            lost("send failed");  // not under s.mu: lost() takes it
             return;
         }
     }
@@ -1132,19 +1136,22 @@ void QueuePair::read_stream(Stream &s) {
         lost("send failed");
         return;
     }
+    bool broken = false;
     {
         std::lock_guard lk(s.mu);
-        if (!responder && !flush_tx(s)) {
-            lost("send failed");
-            return;
-        }
-        if (st == Step::kStall) {
+        broken = !responder && !flush_tx(s);
+        if (broken) {
+        } else if (st == Step::kStall) {
             s.stalled = true;
             update_mask(s);
         } else if (st == Step::kStop && s.rx_on) {
             s.rx_on = false;  // end of this stream's input
             update_mask(s);
         }
+    }
+    if (broken) {
+        lost("send failed");  // not under s.mu: lost() takes it
+        return;
     }
     if (s.disc_rx) maybe_closed();
 }
