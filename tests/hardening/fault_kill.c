@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,7 +36,8 @@
 #define PD_ROLE 0
 #define PD_MR 1
 #define PD_PCFG (1 + IT_MR_DESC_SIZE)
-#define PD_LEN (PD_PCFG + IT_PCFG_DESC_SIZE)
+#define PD_RUN (PD_PCFG + IT_PCFG_DESC_SIZE) /* the survivor's pid: tells runs apart */
+#define PD_LEN (PD_RUN + 4)
 
 static const char *ADDR = "127.0.0.1";
 
@@ -46,6 +48,8 @@ struct side {
     char pdata[PD_LEN];
 };
 
+static int32_t g_run; /* the survivor's pid */
+
 static void side_init(struct side *s, bool server, char role) {
     s->peer = it_peer_new(ADDR, server);
     s->buf = it_alloc(REGION);
@@ -54,6 +58,7 @@ static void side_init(struct side *s, bool server, char role) {
               RPMA_MR_USAGE_RECV;
     CHECK_OK(rpma_mr_reg(s->peer, s->buf, REGION, all, &s->mr));
     s->pdata[PD_ROLE] = role;
+    memcpy(s->pdata + PD_RUN, &g_run, 4);
     CHECK_OK(rpma_mr_get_descriptor(s->mr, s->pdata + PD_MR));
     struct rpma_peer_cfg *pcfg = NULL;
     CHECK_OK(rpma_peer_cfg_new(&pcfg));
@@ -86,6 +91,9 @@ static struct rpma_mr_remote *peer_region(const struct rpma_conn_private_data *p
     CHECK(pd->ptr != NULL);
     CHECK_EQ(pd->len, PD_LEN);
     *role = ((const char *)pd->ptr)[PD_ROLE];
+    int32_t run = 0;
+    memcpy(&run, (const char *)pd->ptr + PD_RUN, 4);
+    if (run != g_run) IT_FAIL("a connection from another run (is a second instance on this port?)");
     struct rpma_mr_remote *mr = NULL;
     CHECK_OK(rpma_mr_remote_from_descriptor((const char *)pd->ptr + PD_MR, IT_MR_DESC_SIZE, &mr));
     return mr;
@@ -306,15 +314,23 @@ int main(int argc, char *argv[]) {
     CHECK(pipe(ready) == 0 && pipe(go) == 0);
 
     /* children first: nothing of the library may exist in a process that forks */
+    g_run = (int32_t)getpid();
     int pids[2];
     char roles[2] = {ROLE_VICTIM, ROLE_HEALTHY};
     for (int i = 0; i < 2; i++) {
         pids[i] = it_fork();
         if (pids[i] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* no orphan outlives a failed survivor */
+            if (getppid() != g_run) exit(1);
+            close(ready[0]);
+            close(go[1]);
             CHECK_OK(rpma_log_set_threshold(RPMA_LOG_THRESHOLD_AUX, RPMA_LOG_LEVEL_ERROR));
             child(roles[i], kill_server, kill_server ? port + i : port, ready[1], go[0]);
         }
     }
+    /* only the children write ready and read go: a dead child ends our wait instead of hanging */
+    close(ready[1]);
+    close(go[0]);
     CHECK_OK(rpma_log_set_threshold(RPMA_LOG_THRESHOLD_AUX, RPMA_LOG_LEVEL_WARNING));
     struct side s;
     side_init(&s, !kill_server, 'S');

@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -225,6 +226,7 @@ int main(int argc, char *argv[]) {
         CHECK(pipe(ready) == 0);
         int tpid = it_fork();
         if (tpid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* no orphan outlives a failed test */
             close(ready[0]);
             target(fd, argv[1], ready[1]);
             exit(1);
@@ -234,6 +236,7 @@ int main(int argc, char *argv[]) {
         CHECK(read(ready[0], &r, 1) == 1);
         close(ready[0]);
         int cpid = it_fork();
+        if (cpid == 0) prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (cpid == 0) client(cycle, argv[1], tpid, sh);
         int status = 0;
         CHECK(waitpid(cpid, &status, 0) == cpid);
