@@ -87,7 +87,7 @@ void Listener::accept_all() {
             if (errno != EAGAIN) RPMA_LOG_WARNING("accept: %m");
             return;
         }
-        if (pending_.size() >= kMaxPending) {
+        if (pending_.size() + halves_.size() >= kMaxPending) {
             RPMA_LOG_WARNING("too many half-open connection requests; refusing one");
             continue;
         }
@@ -128,6 +128,7 @@ void Listener::read_hello(Pending &p) {
         drop(fd);
         return;
     }
+    bool fresh = !halves_.count(h.token);
     Half &half = halves_[h.token];
     Fd &slot = main ? half.main : half.join;
     if (slot.valid()) {
@@ -141,7 +142,11 @@ void Listener::read_hello(Pending &p) {
         half.qp_num = h.qp_num;
         half.pdata.assign(h.pdata, h.pdata + h.pdata_len);
     }
-    half.deadline = p.deadline;
+    if (fresh) {
+        // the other stream has as long to arrive as a Hello has: then the half is dropped
+        half.deadline = Clock::now() + kHelloTimeout;
+        engine_->add_timer(half.deadline, weak_from_this());
+    }
     uint64_t token = h.token;
     pending_.erase(fd);
     if (half.main.valid() && half.join.valid()) {
@@ -159,7 +164,7 @@ void Listener::on_timer() {
         if (p.deadline <= now) late.push_back(fd);
     for (int fd : late) drop(fd);
     for (auto it = halves_.begin(); it != halves_.end();)
-        it = it->second.deadline + kHelloTimeout <= now ? halves_.erase(it) : std::next(it);
+        it = it->second.deadline <= now ? halves_.erase(it) : std::next(it);
 }
 
 }  // namespace rpma::tcp
