@@ -18,6 +18,13 @@ void Cq::push(const ibv_wc &wc) {
 }
 
 int Cq::get_wc(int num_entries, ibv_wc *wc, int *got) {
+    if (driver_ && empty()) {
+        // A poller spinning on an empty CQ reads the answers itself instead of waiting for the
+        // engine thread to be scheduled.
+        t_driving = this;
+        driver_->poll_once();
+        t_driving = nullptr;
+    }
     std::lock_guard lk(mu_);
     if (ring_.empty()) return RPMA_E_NO_COMPLETION;
     int n = std::min<int>(num_entries, static_cast<int>(ring_.size()));

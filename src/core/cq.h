@@ -19,6 +19,8 @@ public:
     virtual ~CqDriver() = default;
     // Waits until the channel fd or the driver's own input is ready, and processes that input.
     virtual void drive(int channel_fd) = 0;
+    // Processes whatever input is ready now, without waiting (a polling caller).
+    virtual void poll_once() = 0;
 };
 
 class Cq {

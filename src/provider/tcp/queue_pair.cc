@@ -733,10 +733,10 @@ void QueuePair::recv_posted() {
 void QueuePair::drive(int channel_fd) {
     Stream &s = req();
     std::unique_lock rl(s.rx_mu);
-    bool ok;
+    bool ok = established();  // the handshake owns the stream until then
     {
         std::lock_guard lk(s.mu);
-        ok = s.key != 0 && s.rx_on;
+        ok = ok && s.key != 0 && s.rx_on;
     }
     if (!ok) rl.unlock();
     // Holding rx_mu across the poll keeps the engine off this stream: one wake-up, not two.
@@ -748,6 +748,29 @@ void QueuePair::drive(int channel_fd) {
     std::lock_guard lk(s.mu);
     if (s.backoff) {
         s.backoff = false;  // the engine stepped aside for us: hand the stream back
+        update_mask(s);
+    }
+}
+
+bool QueuePair::established() {
+    std::lock_guard lk(cm_mu_);
+    return cm_ == Cm::kEstablished;
+}
+
+void QueuePair::poll_once() {
+    Stream &s = req();
+    if (!established()) return;  // the handshake owns the stream until then
+    std::unique_lock rl(s.rx_mu, std::try_to_lock);
+    if (!rl) return;  // someone is reading it already
+    {
+        std::lock_guard lk(s.mu);
+        if (!s.key || !s.rx_on) return;
+    }
+    read_stream(s);
+    rl.unlock();
+    std::lock_guard lk(s.mu);
+    if (s.backoff) {
+        s.backoff = false;
         update_mask(s);
     }
 }

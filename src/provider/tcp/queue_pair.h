@@ -93,6 +93,8 @@ public:
     void on_timer() override;
     void recv_posted() override;
     void drive(int channel_fd) override;
+    void poll_once() override;
+    bool established();
 
 private:
     enum class Cm { kIdle, kConnecting, kAwaitReply, kEstablished, kDone };
