@@ -22,7 +22,8 @@ static inline uint64_t mt_rand3(uint64_t a, uint64_t b, uint64_t c) {
 }
 
 /* starts n threads running fn(&args[k]), each k given its own slot of args */
-static inline void mt_start(pthread_t *th, int n, void *(*fn)(void *), void *args, size_t arg_size) {
+static inline void mt_start(pthread_t *th, int n, void *(*fn)(void *), void *args,
+                            size_t arg_size) {
     for (int k = 0; k < n; k++)
         if (pthread_create(&th[k], NULL, fn, (char *)args + (size_t)k * arg_size) != 0)
             IT_FAIL("pthread_create failed");

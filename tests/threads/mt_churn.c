@@ -105,8 +105,8 @@ static void server(const struct it_args *a) {
     s_seen = calloc((size_t)CLIENT_THREADS * (size_t)g_iters, 1);
     CHECK(s_seen != NULL);
     struct rpma_mr_local *mr = NULL;
-    CHECK_OK(rpma_mr_reg(peer, s_buf, region, RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_SRC,
-                         &mr));
+    CHECK_OK(
+        rpma_mr_reg(peer, s_buf, region, RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_SRC, &mr));
     CHECK_OK(rpma_mr_get_descriptor(mr, s_pdata));
     CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &s_ep));
     CHECK_OK(rpma_ep_get_fd(s_ep, &s_ep_fd));
@@ -119,8 +119,8 @@ static void server(const struct it_args *a) {
     mt_join(th, SERVER_THREADS);
     CHECK_EQ(atomic_load(&s_checked), CLIENT_THREADS * g_iters);
     for (long k = 0; k < CLIENT_THREADS * g_iters; k++)
-        CHECK_EQ(it_verify(s_buf + (size_t)k * SLOT, SLOT, slot_seed((int)(k / g_iters),
-                                                                     (int)(k % g_iters))),
+        CHECK_EQ(it_verify(s_buf + (size_t)k * SLOT, SLOT,
+                           slot_seed((int)(k / g_iters), (int)(k % g_iters))),
                  -1);
     printf("server: %ld connections accepted, closed and their slots checked\n",
            atomic_load(&s_checked));
@@ -158,8 +158,8 @@ static void *c_thread(void *arg) {
         size_t ro = ((size_t)t * (size_t)g_iters + (size_t)i) * SLOT;
         it_fill(c_src + lo, SLOT, slot_seed(t, i));
         memset(c_dst + lo, 0, SLOT);
-        CHECK_OK(rpma_write(conn, remote, ro, c_src_mr, lo, SLOT, RPMA_F_COMPLETION_ON_ERROR,
-                            NULL));
+        CHECK_OK(
+            rpma_write(conn, remote, ro, c_src_mr, lo, SLOT, RPMA_F_COMPLETION_ON_ERROR, NULL));
         CHECK_OK(rpma_read(conn, c_dst_mr, lo, remote, ro, SLOT, RPMA_F_COMPLETION_ALWAYS,
                            (void *)(uintptr_t)(i + 1)));
         it_cq_expect(cq, IBV_WC_RDMA_READ, (void *)(uintptr_t)(i + 1));

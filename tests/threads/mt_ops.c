@@ -237,9 +237,10 @@ static void *op_thread(void *arg) {
         atomic_store(&g_cur[t], i);
         it_fill(src + s.off, s.len, seed_of(t, i));
         uint64_t aval = s.atomic;
-        CHECK_OK(rpma_write(conn, remote, base + s.off, g_src_mr, base + s.off, s.len,
-                            s.signaled_write ? RPMA_F_COMPLETION_ALWAYS : RPMA_F_COMPLETION_ON_ERROR,
-                            (void *)(uintptr_t)CTX(t, i, OP_WRITE)));
+        CHECK_OK(
+            rpma_write(conn, remote, base + s.off, g_src_mr, base + s.off, s.len,
+                       s.signaled_write ? RPMA_F_COMPLETION_ALWAYS : RPMA_F_COMPLETION_ON_ERROR,
+                       (void *)(uintptr_t)CTX(t, i, OP_WRITE)));
         CHECK_OK(rpma_flush(conn, remote, base + s.off, s.len, s.flush, RPMA_F_COMPLETION_ALWAYS,
                             (void *)(uintptr_t)CTX(t, i, OP_FLUSH)));
         CHECK_OK(rpma_atomic_write(conn, remote, base + SLICE - 8, (const char *)&aval,
@@ -376,8 +377,8 @@ static void client(const struct it_args *a) {
         CHECK_OK(rpma_conn_get_private_data(g_conn, &pd));
         CHECK_EQ(pd.len, PDATA_LEN);
         memcpy(g_pdata, pd.ptr, PDATA_LEN);
-        CHECK_OK(rpma_peer_cfg_from_descriptor(g_pdata + IT_MR_DESC_SIZE, IT_PCFG_DESC_SIZE,
-                                               &g_rpcfg));
+        CHECK_OK(
+            rpma_peer_cfg_from_descriptor(g_pdata + IT_MR_DESC_SIZE, IT_PCFG_DESC_SIZE, &g_rpcfg));
         CHECK_OK(rpma_conn_get_qp_num(g_conn, &g_qp_num));
         CHECK_OK(rpma_conn_get_event_fd(g_conn, &g_event_fd));
         CHECK_OK(rpma_conn_get_cq(g_conn, &g_cq));
@@ -400,10 +401,11 @@ static void client(const struct it_args *a) {
     long total = 0;
     for (int k = 0; k < THREADS; k++) total += atomic_load(&g_done[k]);
     if (g_shared) it_cq_expect_empty(g_cq);
-    printf("client (%s): %d threads x %ld steps, %ld completions (%ld taken by another thread), "
-           "%ld getter calls, %lld ms\n",
-           g_shared ? "shared connection" : "one connection each", THREADS, g_iters, total,
-           atomic_load(&g_foreign), atomic_load(&g_getter_calls), t1 - t0);
+    printf(
+        "client (%s): %d threads x %ld steps, %ld completions (%ld taken by another thread), "
+        "%ld getter calls, %lld ms\n",
+        g_shared ? "shared connection" : "one connection each", THREADS, g_iters, total,
+        atomic_load(&g_foreign), atomic_load(&g_getter_calls), t1 - t0);
     CHECK(atomic_load(&g_getter_calls) > 0);
 
     if (g_shared) {

@@ -230,7 +230,8 @@ static void c_take(int self) {
 static void c_wait(int t, bool (*cond)(int, long), long arg) {
     long long deadline = it_now_ms() + IT_WAIT_MS;
     while (!cond(t, arg)) {
-        if (it_now_ms() > deadline) IT_FAIL("client thread %d: no progress in %d ms", t, IT_WAIT_MS);
+        if (it_now_ms() > deadline)
+            IT_FAIL("client thread %d: no progress in %d ms", t, IT_WAIT_MS);
         if (t % 2) {
             struct pollfd p[2] = {{.fd = c_cq_fd, .events = POLLIN},
                                   {.fd = c_rcq_fd, .events = POLLIN}};
@@ -309,9 +310,10 @@ static void client(const struct it_args *a) {
     for (int t = 0; t < CLIENT_THREADS; t++) CHECK(atomic_load(&c_slot_free[t]));
     it_cq_expect_empty(c_cq);
     it_cq_expect_empty(c_rcq);
-    printf("client: %d threads x %ld messages echoed and checked, %ld echoes taken by another "
-           "thread, %lld ms\n",
-           CLIENT_THREADS, c_iters, atomic_load(&c_foreign), it_now_ms() - t0);
+    printf(
+        "client: %d threads x %ld messages echoed and checked, %ld echoes taken by another "
+        "thread, %lld ms\n",
+        CLIENT_THREADS, c_iters, atomic_load(&c_foreign), it_now_ms() - t0);
 
     it_disconnect_active(&c_conn);
     CHECK_OK(rpma_conn_cfg_delete(&cfg));

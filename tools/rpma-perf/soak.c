@@ -27,8 +27,7 @@
 #define SOAK_MAX_WC 32
 
 enum soak_kind { K_WRITE, K_READ, K_WRITE_FLUSH, K_FLUSH, K_ATOMIC, K__COUNT };
-static const char *const kind_names[K__COUNT] = {"write", "read", "write+flush", "flush",
-                                                 "atomic"};
+static const char *const kind_names[K__COUNT] = {"write", "read", "write+flush", "flush", "atomic"};
 
 struct soak_slot {
     enum soak_kind kind;
@@ -187,8 +186,11 @@ static int post(struct soak_worker *w, int s) {
     struct soak_slot *sl = &w->slots[s];
     void *ctx = (void *)(uintptr_t)s;
     uint64_t r = rnd(&w->rng) % 100;
-    sl->kind = r < 38 ? K_WRITE : r < 73 ? K_READ : r < 85 ? K_WRITE_FLUSH : r < 90 ? K_FLUSH
-                                                                                   : K_ATOMIC;
+    sl->kind = r < 38   ? K_WRITE
+               : r < 73 ? K_READ
+               : r < 85 ? K_WRITE_FLUSH
+               : r < 90 ? K_FLUSH
+                        : K_ATOMIC;
     if (sl->kind == K_ATOMIC) {
         sl->len = 8;
         sl->off = (rnd(&w->rng) % (w->win / 8)) * 8;
@@ -198,9 +200,8 @@ static int post(struct soak_worker *w, int s) {
     }
     uint64_t ro = w->base + sl->off;
     size_t lo = (size_t)s * w->o->max_size;
-    enum rpma_flush_type ft = (w->persistent_ok && (rnd(&w->rng) & 1))
-                                  ? RPMA_FLUSH_TYPE_PERSISTENT
-                                  : RPMA_FLUSH_TYPE_VISIBILITY;
+    enum rpma_flush_type ft = (w->persistent_ok && (rnd(&w->rng) & 1)) ? RPMA_FLUSH_TYPE_PERSISTENT
+                                                                       : RPMA_FLUSH_TYPE_VISIBILITY;
     int ret;
     switch (sl->kind) {
         case K_WRITE:
@@ -357,10 +358,8 @@ static int setup(struct soak_worker *w, struct rpma_peer *peer, const struct rpm
                            RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST, &w->lmr)))
         return soak_err(w, "rpma_mr_reg(slots)", ret);
 
-    struct perf_hello hello = {.magic = PERF_HELLO_MAGIC,
-                               .op = OP_WRITE,
-                               .msg_size = 8,
-                               .depth = (uint32_t)depth};
+    struct perf_hello hello = {
+        .magic = PERF_HELLO_MAGIC, .op = OP_WRITE, .msg_size = 8, .depth = (uint32_t)depth};
     struct rpma_conn_private_data pd = {.ptr = &hello, .len = sizeof(hello)};
     struct rpma_conn_req *req = NULL;
     if ((ret = rpma_conn_req_new(peer, o->addr, o->port, cfg, &req)))
@@ -505,10 +504,11 @@ int perf_soak(const struct soak_opts *o) {
         ws[i].o = o;
         if (setup(&ws[i], peer, cfg)) goto out;
     }
-    printf("rpma-perf soak: %s:%s, %d connections x iodepth %d, operations up to %zu bytes, "
-           "windows of %llu bytes, %.0f s, seed %llu\n",
-           o->addr, o->port, o->conns, o->iodepth, o->max_size, (unsigned long long)ws[0].win,
-           o->time_s, (unsigned long long)o->seed);
+    printf(
+        "rpma-perf soak: %s:%s, %d connections x iodepth %d, operations up to %zu bytes, "
+        "windows of %llu bytes, %.0f s, seed %llu\n",
+        o->addr, o->port, o->conns, o->iodepth, o->max_size, (unsigned long long)ws[0].win,
+        o->time_s, (unsigned long long)o->seed);
     fflush(stdout);
 
     uint64_t t0 = perf_now_ns();
@@ -555,16 +555,19 @@ int perf_soak(const struct soak_opts *o) {
     for (int i = 0; i < o->conns; i++)
         if (ws[i].err) failed = true;
     if (t.mismatches) {
-        printf("rpma-perf soak: DATA MISMATCH: %llu operations or window checks returned data "
-               "that differs from what was written (details on stderr)\n",
-               (unsigned long long)t.mismatches);
+        printf(
+            "rpma-perf soak: DATA MISMATCH: %llu operations or window checks returned data "
+            "that differs from what was written (details on stderr)\n",
+            (unsigned long long)t.mismatches);
     } else if (failed) {
-        printf("rpma-perf soak: FAILED: an operation failed (see stderr); no data mismatched "
-               "before that\n");
+        printf(
+            "rpma-perf soak: FAILED: an operation failed (see stderr); no data mismatched "
+            "before that\n");
     } else {
-        printf("rpma-perf soak: no data mismatched (%llu operations, %.1f MiB read and checked, "
-               "every window read back whole at the end)\n",
-               (unsigned long long)t.all, (double)t.read / (1 << 20));
+        printf(
+            "rpma-perf soak: no data mismatched (%llu operations, %.1f MiB read and checked, "
+            "every window read back whole at the end)\n",
+            (unsigned long long)t.all, (double)t.read / (1 << 20));
         rc = 0;
     }
 out:
