@@ -179,6 +179,7 @@ static void child(char role, bool child_is_server, int port, int ready_fd, int g
     it_disconnect_passive(&conn, false);
     CHECK_OK(rpma_mr_remote_delete(&dst));
     CHECK_OK(rpma_mr_dereg(&s.mr));
+    free(s.buf);
     CHECK_OK(rpma_conn_cfg_delete(&cfg));
     CHECK_OK(rpma_peer_delete(&s.peer));
     exit(0);
@@ -376,6 +377,7 @@ int main(int argc, char *argv[]) {
     CHECK(waitpid(pids[1], &status, 0) == pids[1]);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) IT_FAIL("the healthy peer failed");
     CHECK_OK(rpma_mr_dereg(&s.mr));
+    free(s.buf);
     CHECK_OK(rpma_conn_cfg_delete(&cfg));
     CHECK_OK(rpma_peer_delete(&s.peer));
     printf("fault_kill %s: PASS\n", argv[1]);

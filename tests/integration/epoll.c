@@ -151,7 +151,7 @@ static void server(const struct it_args *a) {
         for (int e = 0; e < n; e++) {
             switch (evs[e].data.u32) {
                 case TAG_EP: {
-                    int ret;
+                    int ret = RPMA_E_NO_EVENT;
                     while ((ret = rpma_ep_next_conn_req(ep, NULL, &req)) == 0) {
                         CHECK(s.conn == NULL); /* one client only */
                         CHECK_OK(rpma_conn_req_recv(req, s.rmr, 0, MSG, (void *)0x1000));
@@ -167,7 +167,7 @@ static void server(const struct it_args *a) {
                 }
                 case TAG_EVENT: {
                     enum rpma_conn_event ev;
-                    int ret;
+                    int ret = RPMA_E_NO_EVENT;
                     while (!s.closed && (ret = rpma_conn_next_event(s.conn, &ev)) == 0) {
                         if (ev == RPMA_CONN_ESTABLISHED) {
                             CHECK(!s.established);
@@ -244,7 +244,7 @@ static void client(const struct it_args *a) {
         for (int e = 0; e < n; e++) {
             if (evs[e].data.u32 == TAG_EVENT) {
                 enum rpma_conn_event ev;
-                int ret;
+                int ret = RPMA_E_NO_EVENT;
                 while (!s.closed && (ret = rpma_conn_next_event(s.conn, &ev)) == 0) {
                     if (ev == RPMA_CONN_ESTABLISHED) {
                         CHECK(!s.established);

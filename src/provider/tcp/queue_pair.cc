@@ -150,6 +150,9 @@ int QueuePair::connect(const sockaddr_storage &addr, socklen_t len, const void *
             return RPMA_E_PROVIDER;
         }
         set_socket_options(s->fd.get());
+        // Our ephemeral port then lingers in TIME_WAIT without blocking a later listen on it.
+        int one = 1;
+        ::setsockopt(s->fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         s->buf.reset(new char[kStagingSize]);
         int r = ::connect(s->fd.get(), reinterpret_cast<const sockaddr *>(&addr), len);
         if (r != 0 && errno != EINPROGRESS) {
