@@ -39,7 +39,7 @@ fuzz() { # the fuzz targets need clang; only their short runs are ctests in that
     echo "=== build $dir (clang, libFuzzer, ASan+UBSan)"
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
         -DCMAKE_CXX_COMPILER=clang++ -DRPMA_BUILD_FUZZ=ON -DRPMA_BUILD_BENCH=OFF
-    cmake --build "$dir" -j"$(nproc)"
+    cmake --build "$dir" -j"$(nproc)" --target fuzz_frames fuzz_hello fuzz_descriptors
     echo "=== fuzz $dir"
     (cd "$dir" && ctest --output-on-failure -j2 --timeout 300 -R '^fuzz_')
 }
