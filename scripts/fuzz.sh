@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 runs=10000000
-build=build-fuzz
+build="build-fuzz"
 targets=()
 while [[ $# -gt 0 ]]; do
     case $1 in
