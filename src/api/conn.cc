@@ -1,13 +1,18 @@
 // rpma_conn_*: events, private data, queues, teardown
-#include "api/shim.h"
 #include "core/conn.h"
+
+#include "api/shim.h"
 #include "core/peer_cfg.h"
 
 using namespace rpma;
 
 namespace {
-Conn *C(struct rpma_conn *c) { return api::obj<Conn>(c); }
-const Conn *C(const struct rpma_conn *c) { return api::obj<Conn>(c); }
+Conn *C(struct rpma_conn *c) {
+    return api::obj<Conn>(c);
+}
+const Conn *C(const struct rpma_conn *c) {
+    return api::obj<Conn>(c);
+}
 }  // namespace
 
 RPMA_EXPORT int rpma_conn_get_event_fd(const struct rpma_conn *conn, int *fd) {

@@ -1,14 +1,14 @@
 // rpma_conn_req_new, _delete, _connect, _recv, _get_private_data
+#include "core/conn_req.h"
+
 #include "api/shim.h"
 #include "core/conn_cfg.h"
-#include "core/conn_req.h"
 #include "core/mr_local.h"
 
 using namespace rpma;
 
 RPMA_EXPORT int rpma_conn_req_new(struct rpma_peer *peer, const char *addr, const char *port,
-                                  const struct rpma_conn_cfg *cfg,
-                                  struct rpma_conn_req **req_ptr) {
+                                  const struct rpma_conn_cfg *cfg, struct rpma_conn_req **req_ptr) {
     if (!peer || !addr || !port || !req_ptr) return RPMA_E_INVAL;
     return api::guarded([&] {
         const ConnCfg &c = cfg ? *api::obj<ConnCfg>(cfg) : ConnCfg::defaults();

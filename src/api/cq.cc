@@ -1,6 +1,7 @@
 // rpma_cq_get_fd, rpma_cq_wait, rpma_cq_get_wc
-#include "api/shim.h"
 #include "core/cq.h"
+
+#include "api/shim.h"
 
 using namespace rpma;
 
@@ -17,7 +18,6 @@ RPMA_EXPORT int rpma_cq_wait(struct rpma_cq *cq) {
 
 RPMA_EXPORT int rpma_cq_get_wc(struct rpma_cq *cq, int num_entries, struct ibv_wc *wc,
                                int *num_entries_got) {
-    if (!cq || !wc || num_entries < 1 || (num_entries > 1 && !num_entries_got))
-        return RPMA_E_INVAL;
+    if (!cq || !wc || num_entries < 1 || (num_entries > 1 && !num_entries_got)) return RPMA_E_INVAL;
     return api::guarded([&] { return api::obj<Cq>(cq)->get_wc(num_entries, wc, num_entries_got); });
 }

@@ -1,8 +1,9 @@
 // rpma_ep_listen, rpma_ep_shutdown, rpma_ep_get_fd, rpma_ep_next_conn_req
+#include "core/ep.h"
+
 #include "api/shim.h"
 #include "core/conn_cfg.h"
 #include "core/conn_req.h"
-#include "core/ep.h"
 
 using namespace rpma;
 

@@ -10,7 +10,9 @@ using namespace rpma;
 
 namespace {
 
-uint64_t ctx(const void *op_context) { return reinterpret_cast<uintptr_t>(op_context); }
+uint64_t ctx(const void *op_context) {
+    return reinterpret_cast<uintptr_t>(op_context);
+}
 
 // A 0-byte transfer names no regions; otherwise both regions must be given.
 bool pair_ok(const void *local, const void *remote, size_t loff, size_t roff, size_t len) {
@@ -24,8 +26,7 @@ bool pair_ok(const void *local, const void *remote, size_t loff, size_t roff, si
 RPMA_EXPORT int rpma_read(struct rpma_conn *conn, struct rpma_mr_local *dst, size_t dst_offset,
                           const struct rpma_mr_remote *src, size_t src_offset, size_t len,
                           int flags, const void *op_context) {
-    if (!conn || flags == 0 || !pair_ok(dst, src, dst_offset, src_offset, len))
-        return RPMA_E_INVAL;
+    if (!conn || flags == 0 || !pair_ok(dst, src, dst_offset, src_offset, len)) return RPMA_E_INVAL;
     return api::guarded([&] {
         return api::obj<Conn>(conn)->read(api::obj<MrLocal>(dst), dst_offset,
                                           api::obj<MrRemote>(src), src_offset, len, flags,
@@ -36,8 +37,7 @@ RPMA_EXPORT int rpma_read(struct rpma_conn *conn, struct rpma_mr_local *dst, siz
 RPMA_EXPORT int rpma_write(struct rpma_conn *conn, struct rpma_mr_remote *dst, size_t dst_offset,
                            const struct rpma_mr_local *src, size_t src_offset, size_t len,
                            int flags, const void *op_context) {
-    if (!conn || flags == 0 || !pair_ok(src, dst, src_offset, dst_offset, len))
-        return RPMA_E_INVAL;
+    if (!conn || flags == 0 || !pair_ok(src, dst, src_offset, dst_offset, len)) return RPMA_E_INVAL;
     return api::guarded([&] {
         return api::obj<Conn>(conn)->write(api::obj<MrRemote>(dst), dst_offset,
                                            api::obj<MrLocal>(src), src_offset, len, flags,
@@ -49,8 +49,7 @@ RPMA_EXPORT int rpma_write_with_imm(struct rpma_conn *conn, struct rpma_mr_remot
                                     size_t dst_offset, const struct rpma_mr_local *src,
                                     size_t src_offset, size_t len, int flags, uint32_t imm,
                                     const void *op_context) {
-    if (!conn || flags == 0 || !pair_ok(src, dst, src_offset, dst_offset, len))
-        return RPMA_E_INVAL;
+    if (!conn || flags == 0 || !pair_ok(src, dst, src_offset, dst_offset, len)) return RPMA_E_INVAL;
     return api::guarded([&] {
         return api::obj<Conn>(conn)->write(api::obj<MrRemote>(dst), dst_offset,
                                            api::obj<MrLocal>(src), src_offset, len, flags,

@@ -1,6 +1,7 @@
 // rpma_peer_new, rpma_peer_delete
-#include "api/shim.h"
 #include "core/peer.h"
+
+#include "api/shim.h"
 
 using namespace rpma;
 

@@ -1,7 +1,8 @@
 // rpma_srq_new, _delete, _recv, _get_rcq
+#include "core/srq.h"
+
 #include "api/shim.h"
 #include "core/mr_local.h"
-#include "core/srq.h"
 #include "core/srq_cfg.h"
 
 using namespace rpma;

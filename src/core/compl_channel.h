@@ -9,7 +9,7 @@ namespace rpma {
 class Cq;
 
 class ComplChannel {
-public:
+  public:
     bool valid() const noexcept { return q_.valid(); }
     int fd() const noexcept { return q_.fd(); }
     void notify(Cq *cq) { q_.push(cq); }
@@ -24,7 +24,7 @@ public:
     }
     bool nonblocking() const noexcept { return q_.nonblocking(); }
 
-private:
+  private:
     FdQueue<Cq *> q_;
 };
 

@@ -13,8 +13,9 @@ namespace rpma {
 int ConnResources::create(Peer *peer, const ConnCfg &cfg, std::unique_ptr<ConnResources> *out) {
     auto *srq = reinterpret_cast<Srq *>(cfg.srq());
     if (cfg.shared_channel() && srq && srq->rcq()) {
-        RPMA_LOG_ERROR("a shared completion channel cannot be combined with an SRQ that has its "
-                       "own RCQ");
+        RPMA_LOG_ERROR(
+            "a shared completion channel cannot be combined with an SRQ that has its "
+            "own RCQ");
         return RPMA_E_INVAL;
     }
     tcp::Engine *engine = peer->engine();
@@ -89,8 +90,8 @@ namespace {
 bool local_range_ok(const MrLocal *mr, size_t off, size_t len, const char *what) {
     if (!mr) return true;
     if (off > mr->size() || len > mr->size() - off) {
-        RPMA_LOG_ERROR("%s range [%zu, +%zu) outside the local region of %zu bytes", what, off,
-                       len, mr->size());
+        RPMA_LOG_ERROR("%s range [%zu, +%zu) outside the local region of %zu bytes", what, off, len,
+                       mr->size());
         return false;
     }
     return true;
@@ -122,10 +123,9 @@ int Conn::read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off
     return r_->qp->post_send(wr);
 }
 
-int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t src_off,
-                size_t len, int flags, uint64_t wr_id, const uint32_t *imm) {
-    if (!local_range_ok(src, src_off, len, "write source") || !op_len_ok(len))
-        return RPMA_E_INVAL;
+int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t src_off, size_t len,
+                int flags, uint64_t wr_id, const uint32_t *imm) {
+    if (!local_range_ok(src, src_off, len, "write source") || !op_len_ok(len)) return RPMA_E_INVAL;
     tcp::SendWr wr;
     wr.op = imm ? tcp::Op::kWriteImm : tcp::Op::kWrite;
     wr.wr_id = wr_id;
@@ -154,8 +154,9 @@ int Conn::atomic_write(const MrRemote *dst, size_t dst_off, const char src[8], i
 int Conn::flush(const MrRemote *dst, size_t dst_off, size_t len, rpma_flush_type type, int flags,
                 uint64_t wr_id) {
     if (type == RPMA_FLUSH_TYPE_PERSISTENT && !direct_write_to_pmem_) {
-        RPMA_LOG_ERROR("PERSISTENT flush needs a remote peer cfg with direct_write_to_pmem "
-                       "(rpma_conn_apply_remote_peer_cfg)");
+        RPMA_LOG_ERROR(
+            "PERSISTENT flush needs a remote peer cfg with direct_write_to_pmem "
+            "(rpma_conn_apply_remote_peer_cfg)");
         return RPMA_E_NOSUPP;
     }
     int need = type == RPMA_FLUSH_TYPE_PERSISTENT ? RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT

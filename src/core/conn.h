@@ -36,7 +36,7 @@ struct ConnResources {
 };
 
 class Conn {
-public:
+  public:
     explicit Conn(std::unique_ptr<ConnResources> r) noexcept : r_(std::move(r)) {}
 
     int event_fd() const noexcept { return r_->events->fd(); }
@@ -65,7 +65,7 @@ public:
              const uint32_t *imm);
     int recv(MrLocal *dst, size_t off, size_t len, uint64_t wr_id);
 
-private:
+  private:
     std::unique_ptr<ConnResources> r_;
     std::atomic<bool> direct_write_to_pmem_{false};
 };

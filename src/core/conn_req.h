@@ -15,7 +15,7 @@ namespace rpma {
 class ConnCfg;
 
 class ConnReq {
-public:
+  public:
     static int outgoing(Peer *peer, const char *addr, const char *port, const ConnCfg &cfg,
                         ConnReq **out);
     static int incoming(Peer *peer, tcp::IncomingConn in, const ConnCfg &cfg, ConnReq **out);
@@ -26,7 +26,7 @@ public:
     int recv(MrLocal *dst, size_t offset, size_t len, uint64_t wr_id);
     void private_data(rpma_conn_private_data *pd) const;
 
-private:
+  private:
     ConnReq() = default;
     std::unique_ptr<ConnResources> r_;
     bool incoming_ = false;

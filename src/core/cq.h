@@ -15,7 +15,7 @@ namespace rpma {
 // A source of completions that a thread waiting on the CQ can drive itself, saving the hop
 // through the engine thread. Set only when one queue pair feeds the CQ.
 class CqDriver {
-public:
+  public:
     virtual ~CqDriver() = default;
     // Waits until the channel fd or the driver's own input is ready, and processes that input.
     virtual void drive(int channel_fd) = 0;
@@ -24,7 +24,7 @@ public:
 };
 
 class Cq {
-public:
+  public:
     Cq(ComplChannel *channel, bool channel_shared) noexcept
         : channel_(channel), shared_(channel_shared) {}
 
@@ -45,7 +45,7 @@ public:
     // The calling thread is inside drive() for this CQ: completions it pushes need no wake-up.
     static thread_local Cq *t_driving;
 
-private:
+  private:
     ComplChannel *channel_;
     bool shared_;
     CqDriver *driver_ = nullptr;

@@ -33,8 +33,7 @@ std::string to_string(const sockaddr_storage &ss) {
 
 // The local address for addr: itself if it is bound to this host (LOCAL), or the source address
 // the kernel would route from (REMOTE). Both are checked with a throw-away UDP socket.
-bool local_address_for(const addrinfo *ai, rpma_util_ibv_context_type type,
-                       sockaddr_storage *out) {
+bool local_address_for(const addrinfo *ai, rpma_util_ibv_context_type type, sockaddr_storage *out) {
     Fd s(::socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     if (!s.valid()) return false;
     sockaddr_storage ss{};

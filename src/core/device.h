@@ -10,7 +10,7 @@
 namespace rpma {
 
 class Device {
-public:
+  public:
     // rpma_utils_get_ibv_context: the device owning addr (LOCAL) or routing to it (REMOTE).
     static int lookup(const char *addr, rpma_util_ibv_context_type type, ibv_context **out);
     // The device behind a context this library handed out, or nullptr.
@@ -21,7 +21,7 @@ public:
 
     Device(const sockaddr_storage &ss, std::string address);
 
-private:
+  private:
     ibv_context ctx_{};  // first member: from_context relies on the layout
     ibv_device dev_{};
     sockaddr_storage ss_{};

@@ -12,13 +12,13 @@ class ConnCfg;
 class ConnReq;
 
 class Ep {
-public:
+  public:
     static int listen(Peer *peer, const char *addr, const char *port, Ep **out);
     ~Ep();
     int fd() noexcept { return l_->requests().fd(); }
     int next_conn_req(const ConnCfg &cfg, ConnReq **out);
 
-private:
+  private:
     Ep(Peer *p, std::shared_ptr<tcp::Listener> l) noexcept : peer_(p), l_(std::move(l)) {}
     Peer *peer_;
     std::shared_ptr<tcp::Listener> l_;

@@ -8,7 +8,7 @@
 namespace rpma {
 
 class Fd {
-public:
+  public:
     Fd() = default;
     explicit Fd(int fd) noexcept : fd_(fd) {}
     Fd(Fd &&o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
@@ -28,7 +28,7 @@ public:
         fd_ = fd;
     }
 
-private:
+  private:
     int fd_ = -1;
 };
 

@@ -19,7 +19,7 @@ namespace rpma {
 
 template <class T>
 class FdQueue {
-public:
+  public:
     FdQueue() : fd_(::eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC)) {}
 
     bool valid() const noexcept { return fd_.valid(); }
@@ -71,7 +71,7 @@ public:
         return out;
     }
 
-private:
+  private:
     Fd fd_;
     std::mutex mu_;
     std::deque<T> items_;

@@ -10,8 +10,8 @@ namespace rpma::log {
 bool enabled(rpma_log_level level) noexcept;
 
 // Formats and hands the message to the current log function.
-void emit(rpma_log_level level, const char *file, int line, const char *func, const char *fmt, ...)
-    noexcept __attribute__((format(printf, 5, 6)));
+void emit(rpma_log_level level, const char *file, int line, const char *func, const char *fmt,
+          ...) noexcept __attribute__((format(printf, 5, 6)));
 
 // Threshold access behind rpma_log_{set,get}_threshold; INVAL for values outside the enums.
 int set_threshold(int threshold, int level) noexcept;
@@ -36,9 +36,9 @@ void default_function(rpma_log_level level, const char *file_name, const int lin
 
 }  // namespace rpma::log
 
-#define RPMA_LOG(level, ...)                                                      \
-    do {                                                                          \
-        if (::rpma::log::enabled(level))                                          \
+#define RPMA_LOG(level, ...)                                                     \
+    do {                                                                         \
+        if (::rpma::log::enabled(level))                                         \
             ::rpma::log::emit(level, __FILE__, __LINE__, __func__, __VA_ARGS__); \
     } while (0)
 

@@ -52,8 +52,8 @@ int MrLocal::advise(size_t offset, size_t len, int advice, uint32_t flags) const
         case IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT:
             break;
         case IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE:
-            if (!(usage() & (RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_DST |
-                             RPMA_MR_USAGE_RECV))) {
+            if (!(usage() &
+                  (RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_RECV))) {
                 RPMA_LOG_ERROR("PREFETCH_WRITE advice on a region that is never written");
                 return RPMA_E_INVAL;
             }

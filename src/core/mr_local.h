@@ -9,7 +9,7 @@
 namespace rpma {
 
 class MrLocal {
-public:
+  public:
     static int reg(Peer *peer, void *ptr, size_t size, int usage, MrLocal **out);
     ~MrLocal();
 
@@ -21,16 +21,15 @@ public:
     void descriptor(void *out) const noexcept;
     int advise(size_t offset, size_t len, int advice, uint32_t flags) const;
 
-private:
+  private:
     MrLocal(Peer *peer, std::shared_ptr<Region> r) noexcept : peer_(peer), region_(std::move(r)) {}
     Peer *peer_;
     std::shared_ptr<Region> region_;
 };
 
-constexpr int kAllUsage = RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_READ_DST |
-                          RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_WRITE_DST |
-                          RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
-                          RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT | RPMA_MR_USAGE_SEND |
-                          RPMA_MR_USAGE_RECV;
+constexpr int kAllUsage =
+    RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC |
+    RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
+    RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT | RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV;
 
 }  // namespace rpma

@@ -15,8 +15,7 @@ std::shared_ptr<Region> MrTable::add(char *addr, size_t size, int usage) {
     return r;
 }
 
-std::shared_ptr<Region> MrTable::add_with_rkey(char *addr, size_t size, int usage,
-                                               uint32_t rkey) {
+std::shared_ptr<Region> MrTable::add_with_rkey(char *addr, size_t size, int usage, uint32_t rkey) {
     std::unique_lock lk(mu_);
     if (rkey == 0 || regions_.count(rkey)) return nullptr;
     auto r = std::make_shared<Region>(addr, size, usage, rkey);

@@ -11,7 +11,7 @@
 namespace rpma {
 
 class MrTable {
-public:
+  public:
     // Registers a region under a fresh random rkey.
     std::shared_ptr<Region> add(char *addr, size_t size, int usage);
     // Registers under a chosen rkey (test harnesses); nullptr if it is taken or 0.
@@ -20,7 +20,7 @@ public:
     void remove(uint32_t rkey);
     size_t size() const;
 
-private:
+  private:
     mutable std::shared_mutex mu_;
     std::unordered_map<uint32_t, std::shared_ptr<Region>> regions_;
     std::mt19937 rng_{std::random_device{}()};

@@ -15,7 +15,7 @@ class Engine;
 }
 
 class Peer {
-public:
+  public:
     explicit Peer(Device *dev) noexcept;
     ~Peer();
 
@@ -29,7 +29,7 @@ public:
     void unref() noexcept { users_.fetch_sub(1); }
     int users() const noexcept { return users_.load(); }
 
-private:
+  private:
     Device *dev_;
     MrTable mrs_;
     std::atomic<int> users_{0};

@@ -23,13 +23,13 @@ struct PostedRecv {
 };
 
 class RecvWaiter {
-public:
+  public:
     virtual ~RecvWaiter() = default;
     virtual void recv_posted() = 0;
 };
 
 class RecvQueue {
-public:
+  public:
     explicit RecvQueue(uint32_t capacity) noexcept : capacity_(capacity) {}
     // RPMA_E_PROVIDER when full, as ibv_post_recv would fail.
     int post(PostedRecv r);
@@ -38,7 +38,7 @@ public:
     std::optional<PostedRecv> take_or_wait(std::weak_ptr<RecvWaiter> w);
     std::deque<PostedRecv> drain();
 
-private:
+  private:
     uint32_t capacity_;
     std::mutex mu_;
     std::deque<PostedRecv> q_;

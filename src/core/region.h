@@ -11,7 +11,7 @@
 namespace rpma {
 
 class Region {
-public:
+  public:
     Region(char *addr, size_t size, int usage, uint32_t rkey) noexcept
         : addr_(addr), size_(size), usage_(usage), rkey_(rkey) {}
 
@@ -31,7 +31,7 @@ public:
     // Marks the region dead and waits until no one is inside a RegionUse.
     void kill() noexcept;
 
-private:
+  private:
     char *addr_;
     size_t size_;
     int usage_;
@@ -42,7 +42,7 @@ private:
 
 // Scoped access to a region's memory; ok() is false once the region is deregistered.
 class RegionUse {
-public:
+  public:
     explicit RegionUse(Region *r) noexcept : r_(r && r->acquire() ? r : nullptr) {}
     ~RegionUse() {
         if (r_) r_->release();
@@ -51,7 +51,7 @@ public:
     RegionUse &operator=(const RegionUse &) = delete;
     bool ok() const noexcept { return r_ != nullptr; }
 
-private:
+  private:
     Region *r_;
 };
 

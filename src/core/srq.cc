@@ -33,7 +33,9 @@ int Srq::create(Peer *peer, const SrqCfg &cfg, Srq **out) {
     return 0;
 }
 
-Srq::~Srq() { peer_->unref(); }
+Srq::~Srq() {
+    peer_->unref();
+}
 
 int Srq::recv(MrLocal *dst, size_t offset, size_t len, uint64_t wr_id) {
     PostedRecv r;

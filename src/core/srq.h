@@ -14,7 +14,7 @@ class MrLocal;
 class SrqCfg;
 
 class Srq {
-public:
+  public:
     static int create(Peer *peer, const SrqCfg &cfg, Srq **out);
     ~Srq();
     int recv(MrLocal *dst, size_t offset, size_t len, uint64_t wr_id);
@@ -22,7 +22,7 @@ public:
     Cq *rcq() const noexcept { return rcq_.get(); }
     Peer *peer() const noexcept { return peer_; }
 
-private:
+  private:
     Srq(Peer *peer, uint32_t rq_size) : peer_(peer), rq_(rq_size) {}
     Peer *peer_;
     RecvQueue rq_;

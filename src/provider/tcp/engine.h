@@ -24,14 +24,14 @@ using Clock = std::chrono::steady_clock;
 
 // Something with fds in the engine. Callbacks run on the engine thread only.
 class Handler {
-public:
+  public:
     virtual ~Handler() = default;
     virtual void on_events(int fd, uint32_t events) = 0;
     virtual void on_timer() {}
 };
 
 class Engine {
-public:
+  public:
     Engine();
     ~Engine();
     Engine(const Engine &) = delete;
@@ -52,7 +52,7 @@ public:
     void run_sync(std::function<void()> fn);
     bool in_loop() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
 
-private:
+  private:
     struct Entry {
         int fd;
         std::shared_ptr<Handler> handler;

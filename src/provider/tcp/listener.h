@@ -23,7 +23,7 @@ struct IncomingConn {
 };
 
 class Listener final : public Handler, public std::enable_shared_from_this<Listener> {
-public:
+  public:
     // Test hook for fuzzing: feeds `data` as one accepted socket's first bytes and runs the
     // Hello parser on the calling thread. Returns how many requests were queued (0 or 1).
     static int fuzz_hello(Engine *engine, const uint8_t *data, size_t size);
@@ -39,7 +39,7 @@ public:
     void on_events(int fd, uint32_t events) override;
     void on_timer() override;
 
-private:
+  private:
     struct Pending {
         Fd fd;
         uint64_t key = 0;

@@ -42,7 +42,7 @@ uint32_t next_qp_num() {
     uint32_t v;
     do {
         v = (counter.fetch_add(1) ^ (mix >> 8)) & 0xffffffu;  // 24 bits, as on InfiniBand
-    } while (v == 0);  // QP 0 is special on InfiniBand
+    } while (v == 0);                                         // QP 0 is special on InfiniBand
     return v;
 }
 
@@ -416,7 +416,7 @@ void QueuePair::maybe_closed() {
             } else {
                 engine_->post([w = weak_from_this()] {
                     auto self = w.lock();
-        if (self && !self->closed_) self->send_disconnect();
+                    if (self && !self->closed_) self->send_disconnect();
                 });
             }
         }
@@ -440,7 +440,9 @@ void QueuePair::maybe_closed() {
 
 // ---------------------------------------------------------------- transmit
 
-void QueuePair::enqueue(Stream &s, const TxItem &item) { s.txq.push_back(item); }
+void QueuePair::enqueue(Stream &s, const TxItem &item) {
+    s.txq.push_back(item);
+}
 
 void QueuePair::update_mask(Stream &s) {
     if (!s.key) return;
@@ -546,18 +548,18 @@ int QueuePair::post_send(const SendWr &wr) {
         return 0;
     }
     if (outstanding_.size() + unreclaimed_ >= cfg_.sq_size) {
-        RPMA_LOG_ERROR("send queue full (%u entries: %zu in flight from #%llu, %u done "
-                       "unsignaled); signal a completion more often",
-                       cfg_.sq_size, outstanding_.size(),
-                       static_cast<unsigned long long>(
-                           outstanding_.empty() ? 0 : outstanding_.front().seq),
-                       unreclaimed_);
+        RPMA_LOG_ERROR(
+            "send queue full (%u entries: %zu in flight from #%llu, %u done "
+            "unsignaled); signal a completion more often",
+            cfg_.sq_size, outstanding_.size(),
+            static_cast<unsigned long long>(outstanding_.empty() ? 0 : outstanding_.front().seq),
+            unreclaimed_);
         return RPMA_E_PROVIDER;
     }
     uint64_t seq = next_seq_++;
-    outstanding_.push_back(
-        Outstanding{seq, wr.wr_id, wr.op, wr.signaled,
-                    wr.op == Op::kRead ? wr.local : nullptr, wr.len, wr.local_region});
+    outstanding_.push_back(Outstanding{seq, wr.wr_id, wr.op, wr.signaled,
+                                       wr.op == Op::kRead ? wr.local : nullptr, wr.len,
+                                       wr.local_region});
     FrameHeader h{};
     h.op = static_cast<uint8_t>(wr.op);
     h.flags = wr.flags;
@@ -614,8 +616,8 @@ void QueuePair::push_send_wc(const Outstanding &o, ibv_wc_status st, uint32_t le
     cfg_.cq->push(wc);
 }
 
-void QueuePair::push_recv_wc(const PostedRecv &r, ibv_wc_status st, ibv_wc_opcode op,
-                             uint32_t len, bool with_imm, uint32_t imm) {
+void QueuePair::push_recv_wc(const PostedRecv &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t len,
+                             bool with_imm, uint32_t imm) {
     ibv_wc wc{};
     wc.wr_id = r.wr_id;
     wc.status = st;
@@ -805,8 +807,7 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
         RPMA_LOG_ERROR("request of %u bytes exceeds the limit", h.length);
         return Step::kFatal;
     }
-    bool carries = op == Op::kWrite || op == Op::kWriteImm || op == Op::kSend ||
-                   op == Op::kSendImm;
+    bool carries = op == Op::kWrite || op == Op::kWriteImm || op == Op::kSend || op == Op::kSendImm;
     // An ACK is due once the request asking for it has executed, not when its header arrives.
     bool wants_ack = h.flags & kAckRequested;
     auto discard_payload = [&] {

@@ -19,8 +19,8 @@
 #include <optional>
 #include <vector>
 
-#include "core/fd.h"
 #include "core/cq.h"
+#include "core/fd.h"
 #include "core/fd_queue.h"
 #include "core/recv_queue.h"
 #include "provider/tcp/engine.h"
@@ -37,8 +37,8 @@ struct QpConfig {
     uint32_t sq_size = 10;
     uint32_t rq_size = 10;
     int timeout_ms = RPMA_DEFAULT_TIMEOUT_MS;
-    Cq *cq = nullptr;        // send-side completions
-    Cq *recv_cq = nullptr;   // receive completions (the RCQ, the SRQ's RCQ, or the CQ)
+    Cq *cq = nullptr;       // send-side completions
+    Cq *recv_cq = nullptr;  // receive completions (the RCQ, the SRQ's RCQ, or the CQ)
     RecvQueue *srq = nullptr;
 };
 
@@ -57,9 +57,11 @@ struct SendWr {
     uint8_t flags = 0;
 };
 
-class QueuePair final : public Handler, public RecvWaiter, public CqDriver,
+class QueuePair final : public Handler,
+                        public RecvWaiter,
+                        public CqDriver,
                         public std::enable_shared_from_this<QueuePair> {
-public:
+  public:
     // Test hook for fuzzing: builds an established queue pair over socket pairs, with no
     // engine registration, feeds `data` as the peer's bytes on one stream and processes them on
     // the calling thread. kind 0: the peer's requests (responder); 1: answers to our requests
@@ -96,7 +98,7 @@ public:
     void poll_once() override;
     bool established();
 
-private:
+  private:
     enum class Cm { kIdle, kConnecting, kAwaitReply, kEstablished, kDone };
     enum class Rx { kHeader, kPayload };
     enum class Payload { kNone, kWrite, kWriteImm, kSend, kReadResp, kDiscard };
@@ -132,7 +134,7 @@ private:
         size_t tx_off = 0;
         bool want_out = false;
         bool rx_on = false;
-        std::mutex rx_mu;  // whoever reads the stream holds it, a driving waiter included
+        std::mutex rx_mu;      // whoever reads the stream holds it, a driving waiter included
         bool backoff = false;  // under mu: the engine found rx_mu held and stopped polling
     };
 
@@ -153,12 +155,12 @@ private:
 
     // tx
     void enqueue(Stream &s, const TxItem &item);  // s.mu held
-    bool flush_tx(Stream &s);                      // s.mu held; false on a broken stream
-    void update_mask(Stream &s);                   // s.mu held
+    bool flush_tx(Stream &s);                     // s.mu held; false on a broken stream
+    void update_mask(Stream &s);                  // s.mu held
     void send_frame(Stream &s, const FrameHeader &h);
 
     // rx
-    void read_stream(Stream &s);  // s.rx_mu held
+    void read_stream(Stream &s);         // s.rx_mu held
     void read_stream_locked(Stream &s);  // takes s.rx_mu, or leaves the work to its holder
     enum class Step { kContinue, kBlock, kStall, kFatal, kStop };
     Step responder_header(Stream &s, const FrameHeader &h);
@@ -167,7 +169,7 @@ private:
     Step rx_payload(Stream &s, int &budget);  // spends budget only on system calls
 
     // completions
-    void complete_upto(uint64_t seq);                    // sq_mu_ held
+    void complete_upto(uint64_t seq);                     // sq_mu_ held
     void complete_front(ibv_wc_status st, uint32_t len);  // sq_mu_ held
     void push_send_wc(const Outstanding &o, ibv_wc_status st, uint32_t len);
     void push_recv_wc(const PostedRecv &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t len,
@@ -181,7 +183,7 @@ private:
     void fail_connect(rpma_conn_event ev);
     void lost(const char *why);
     void maybe_closed();
-    void send_disconnect();  // engine thread
+    void send_disconnect();      // engine thread
     void append_ack(Stream &s);  // engine thread, s.mu held
     bool answer_now(Stream &s);
     // engine thread: sends what it can of the read answers and copies out the rest, so that a
@@ -214,17 +216,18 @@ private:
     bool error_ = false;
     uint64_t next_seq_ = 1;
     std::deque<Outstanding> outstanding_;
-    uint32_t unreclaimed_ = 0;  // unsignaled WRs done but still holding SQ slots
+    uint32_t unreclaimed_ = 0;     // unsignaled WRs done but still holding SQ slots
     uint32_t unsignaled_run_ = 0;  // unsignaled WRs posted since the last ACK request
 
     // responder state (engine thread)
-    uint64_t resp_seq_ = 0;    // last request executed
-    uint64_t pending_seq_ = 0; // the request whose payload is arriving
-    uint64_t resp_acked_ = 0;  // last acknowledged
+    uint64_t resp_seq_ = 0;     // last request executed
+    uint64_t pending_seq_ = 0;  // the request whose payload is arriving
+    uint64_t resp_acked_ = 0;   // last acknowledged
     bool resp_error_ = false;
     bool ack_wanted_ = false;  // an executed request asked for an ACK
     bool pending_wants_ack_ = false;
-    bool reads_unsettled_ = false;  // read answers in the queue still point into regions  // the request whose payload is arriving asked for one
+    bool reads_unsettled_ = false;  // read answers in the queue still point into regions  // the
+                                    // request whose payload is arriving asked for one
     std::optional<PostedRecv> cur_recv_;
     uint32_t cur_imm_ = 0;
     bool cur_has_imm_ = false;

@@ -10,8 +10,8 @@ namespace rpma::tcp {
 
 constexpr uint32_t kMagic = 0x414d5052;  // "RPMA"
 constexpr uint16_t kProtocolVersion = 1;
-constexpr size_t kConnectPdataMax = 56;  // as RDMA CM allows on connect
-constexpr size_t kAcceptPdataMax = 196;  // and on accept
+constexpr size_t kConnectPdataMax = 56;      // as RDMA CM allows on connect
+constexpr size_t kAcceptPdataMax = 196;      // and on accept
 constexpr uint32_t kMaxOpLength = 1u << 30;  // one operation moves at most 1 GiB
 
 enum class Op : uint8_t {
@@ -89,6 +89,7 @@ struct Reply {
 };
 static_assert(sizeof(Reply) == 208);
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire format assumes little-endian hosts");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the wire format assumes little-endian hosts");
 
 }  // namespace rpma::tcp
