@@ -56,7 +56,6 @@ void QueuePair::fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, int kind, const 
         s->rx_on = true;
     }
     qp->cm_ = kind == 2 ? Cm::kAwaitReply : Cm::kEstablished;
-    qp->disc_sent_ = true;  // no disconnect reply through the engine thread
     static char local[4096];
     auto region = mrs->find(0x1000);
     for (int i = 0; i < 4; ++i)
@@ -84,6 +83,8 @@ void QueuePair::fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, int kind, const 
         qp->post_send(w);
     }
     // Every kind reads the main stream: the server's requests in, or the client's answers in.
+    // Only now: set before the posts above, it would have flushed them (nothing outstanding).
+    qp->disc_sent_ = true;  // no disconnect reply through the engine thread
     Stream &in = qp->main_;
     push_input(peer_main.get(), data, size);
     if (kind == 1) {
