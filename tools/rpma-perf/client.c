@@ -350,23 +350,6 @@ static void *alloc_zero(size_t size) {
     return p;
 }
 
-static enum rpma_conn_event wait_event(struct rpma_conn *conn, int timeout_ms) {
-    int fd = -1;
-    if (rpma_conn_get_event_fd(conn, &fd)) return RPMA_CONN_UNDEFINED;
-    uint64_t deadline = perf_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
-    while (perf_now_ns() < deadline) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int n = poll(&p, 1, 100);
-        if (n < 0 && errno != EINTR) break;
-        if (n <= 0) continue;
-        enum rpma_conn_event ev = RPMA_CONN_UNDEFINED;
-        int ret = rpma_conn_next_event(conn, &ev);
-        if (ret == RPMA_E_NO_EVENT) continue;
-        return ret ? RPMA_CONN_LOST : ev;
-    }
-    return RPMA_CONN_UNDEFINED;
-}
-
 static int worker_setup(struct worker *w, struct rpma_peer *peer, const struct rpma_conn_cfg *cfg) {
     const struct client_opts *o = w->o;
     int ret;
@@ -395,43 +378,9 @@ static int worker_setup(struct worker *w, struct rpma_peer *peer, const struct r
                                .op = (uint32_t)o->op,
                                .msg_size = (uint32_t)w->size,
                                .depth = (uint32_t)w->slots};
-    struct rpma_conn_private_data pd = {.ptr = &hello, .len = sizeof(hello)};
-    struct rpma_conn_req *req = NULL;
-    if ((ret = rpma_conn_req_new(peer, o->addr, o->port, cfg, &req)))
-        return cl_err(w, "rpma_conn_req_new", ret);
-    if ((ret = rpma_conn_req_connect(&req, &pd, &w->conn)))
-        return cl_err(w, "rpma_conn_req_connect", ret);
-    enum rpma_conn_event ev = wait_event(w->conn, PERF_EVENT_MS);
-    if (ev != RPMA_CONN_ESTABLISHED) {
-        fprintf(stderr, "rpma-perf client: cannot connect to %s:%s: %s\n", o->addr, o->port,
-                ev == RPMA_CONN_UNDEFINED ? "timed out" : rpma_utils_conn_event_2str(ev));
-        rpma_conn_delete(&w->conn);
-        return -1;
-    }
-    if ((ret = rpma_conn_get_cq(w->conn, &w->cq))) return cl_err(w, "rpma_conn_get_cq", ret);
-
-    struct rpma_conn_private_data in = {0};
-    struct perf_welcome wel = {0};
-    if ((ret = rpma_conn_get_private_data(w->conn, &in)))
-        return cl_err(w, "rpma_conn_get_private_data", ret);
-    if (!in.ptr || in.len < 2) {
-        fprintf(stderr, "rpma-perf client: the server sent no descriptors\n");
-        return -1;
-    }
-    memcpy(&wel, in.ptr, in.len < sizeof(wel) ? in.len : sizeof(wel));
-    if ((size_t)2 + wel.mr_desc_size + wel.pcfg_desc_size > in.len) {
-        fprintf(stderr, "rpma-perf client: malformed server private data\n");
-        return -1;
-    }
-    if ((ret = rpma_mr_remote_from_descriptor(wel.desc, wel.mr_desc_size, &w->rmr)))
-        return cl_err(w, "rpma_mr_remote_from_descriptor", ret);
-    struct rpma_peer_cfg *pcfg = NULL;
-    if ((ret =
-             rpma_peer_cfg_from_descriptor(wel.desc + wel.mr_desc_size, wel.pcfg_desc_size, &pcfg)))
-        return cl_err(w, "rpma_peer_cfg_from_descriptor", ret);
-    ret = rpma_conn_apply_remote_peer_cfg(w->conn, pcfg);
-    rpma_peer_cfg_delete(&pcfg);
-    if (ret) return cl_err(w, "rpma_conn_apply_remote_peer_cfg", ret);
+    if ((ret = perf_connect(peer, o->addr, o->port, cfg, &hello, "client", w->idx, &w->conn,
+                            &w->cq, &w->rmr)))
+        return ret;
 
     /* each connection owns a disjoint window of the region */
     size_t rsize = 0;
@@ -467,7 +416,7 @@ static void worker_teardown(struct worker *w) {
     if (w->rmr) rpma_mr_remote_delete(&w->rmr);
     if (w->conn) {
         if (rpma_conn_disconnect(w->conn) == 0) {
-            enum rpma_conn_event ev = wait_event(w->conn, 2000);
+            enum rpma_conn_event ev = perf_wait_event(w->conn, 2000);
             if (ev != RPMA_CONN_CLOSED && ev != RPMA_CONN_LOST)
                 fprintf(stderr, "rpma-perf client: connection %d: no CLOSED after disconnect\n",
                         w->idx);

@@ -150,6 +150,15 @@ struct soak_opts {
 /* 0 when every check passed; prints a status line every interval and the verdict */
 int perf_soak(const struct soak_opts *o);
 
+/* the connection's next event within timeout_ms; UNDEFINED on timeout, LOST on failure */
+enum rpma_conn_event perf_wait_event(struct rpma_conn *conn, int timeout_ms);
+/* connects with hello, waits for ESTABLISHED, takes the CQ and the server's region and peer cfg
+ * from the welcome; messages name `who` and connection `idx`; 0 or non-zero after printing why */
+int perf_connect(struct rpma_peer *peer, const char *addr, const char *port,
+                 const struct rpma_conn_cfg *cfg, const struct perf_hello *hello, const char *who,
+                 int idx, struct rpma_conn **conn, struct rpma_cq **cq,
+                 struct rpma_mr_remote **rmr);
+
 /* monotonic nanoseconds */
 uint64_t perf_now_ns(void);
 /* process CPU (user, sys) in ns */

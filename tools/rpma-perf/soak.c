@@ -312,23 +312,6 @@ static void *worker_main(void *arg) {
 
 /* ---- set-up, in the main thread (conn_req and mr calls are not thread-safe) ---- */
 
-static enum rpma_conn_event wait_event(struct rpma_conn *conn, int timeout_ms) {
-    int fd = -1;
-    if (rpma_conn_get_event_fd(conn, &fd)) return RPMA_CONN_UNDEFINED;
-    uint64_t deadline = perf_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
-    while (perf_now_ns() < deadline) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int n = poll(&p, 1, 100);
-        if (n < 0 && errno != EINTR) break;
-        if (n <= 0) continue;
-        enum rpma_conn_event ev = RPMA_CONN_UNDEFINED;
-        int ret = rpma_conn_next_event(conn, &ev);
-        if (ret == RPMA_E_NO_EVENT) continue;
-        return ret ? RPMA_CONN_LOST : ev;
-    }
-    return RPMA_CONN_UNDEFINED;
-}
-
 static void *alloc_zero(size_t size) {
     void *p = NULL;
     if (posix_memalign(&p, 4096, size ? size : 1)) return NULL;
@@ -360,43 +343,9 @@ static int setup(struct soak_worker *w, struct rpma_peer *peer, const struct rpm
 
     struct perf_hello hello = {
         .magic = PERF_HELLO_MAGIC, .op = OP_WRITE, .msg_size = 8, .depth = (uint32_t)depth};
-    struct rpma_conn_private_data pd = {.ptr = &hello, .len = sizeof(hello)};
-    struct rpma_conn_req *req = NULL;
-    if ((ret = rpma_conn_req_new(peer, o->addr, o->port, cfg, &req)))
-        return soak_err(w, "rpma_conn_req_new", ret);
-    if ((ret = rpma_conn_req_connect(&req, &pd, &w->conn)))
-        return soak_err(w, "rpma_conn_req_connect", ret);
-    enum rpma_conn_event ev = wait_event(w->conn, PERF_EVENT_MS);
-    if (ev != RPMA_CONN_ESTABLISHED) {
-        fprintf(stderr, "rpma-perf soak: cannot connect to %s:%s: %s\n", o->addr, o->port,
-                ev == RPMA_CONN_UNDEFINED ? "timed out" : rpma_utils_conn_event_2str(ev));
-        rpma_conn_delete(&w->conn);
-        return -1;
-    }
-    if ((ret = rpma_conn_get_cq(w->conn, &w->cq))) return soak_err(w, "rpma_conn_get_cq", ret);
-
-    struct rpma_conn_private_data in = {0};
-    struct perf_welcome wel = {0};
-    if ((ret = rpma_conn_get_private_data(w->conn, &in)))
-        return soak_err(w, "rpma_conn_get_private_data", ret);
-    if (!in.ptr || in.len < 2) {
-        fprintf(stderr, "rpma-perf soak: the server sent no descriptors\n");
-        return -1;
-    }
-    memcpy(&wel, in.ptr, in.len < sizeof(wel) ? in.len : sizeof(wel));
-    if ((size_t)2 + wel.mr_desc_size + wel.pcfg_desc_size > in.len) {
-        fprintf(stderr, "rpma-perf soak: malformed server private data\n");
-        return -1;
-    }
-    if ((ret = rpma_mr_remote_from_descriptor(wel.desc, wel.mr_desc_size, &w->rmr)))
-        return soak_err(w, "rpma_mr_remote_from_descriptor", ret);
-    struct rpma_peer_cfg *pcfg = NULL;
-    if ((ret =
-             rpma_peer_cfg_from_descriptor(wel.desc + wel.mr_desc_size, wel.pcfg_desc_size, &pcfg)))
-        return soak_err(w, "rpma_peer_cfg_from_descriptor", ret);
-    ret = rpma_conn_apply_remote_peer_cfg(w->conn, pcfg);
-    rpma_peer_cfg_delete(&pcfg);
-    if (ret) return soak_err(w, "rpma_conn_apply_remote_peer_cfg", ret);
+    if ((ret = perf_connect(peer, o->addr, o->port, cfg, &hello, "soak", w->idx, &w->conn,
+                            &w->cq, &w->rmr)))
+        return ret;
     int ft = 0;
     if ((ret = rpma_mr_remote_get_flush_type(w->rmr, &ft)))
         return soak_err(w, "rpma_mr_remote_get_flush_type", ret);
@@ -428,7 +377,7 @@ static void teardown(struct soak_worker *w) {
     if (w->rmr) rpma_mr_remote_delete(&w->rmr);
     if (w->conn) {
         if (rpma_conn_disconnect(w->conn) == 0) {
-            enum rpma_conn_event ev = wait_event(w->conn, 2000);
+            enum rpma_conn_event ev = perf_wait_event(w->conn, 2000);
             if (ev != RPMA_CONN_CLOSED && ev != RPMA_CONN_LOST)
                 fprintf(stderr, "rpma-perf soak: connection %d: no CLOSED after disconnect\n",
                         w->idx);

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* util.c -- op names, the data pattern, the latency histogram and clocks */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -126,4 +129,72 @@ void perf_cpu_ns(uint64_t *user, uint64_t *sys) {
     getrusage(RUSAGE_SELF, &ru);
     *user = (uint64_t)ru.ru_utime.tv_sec * 1000000000ULL + (uint64_t)ru.ru_utime.tv_usec * 1000ULL;
     *sys = (uint64_t)ru.ru_stime.tv_sec * 1000000000ULL + (uint64_t)ru.ru_stime.tv_usec * 1000ULL;
+}
+
+enum rpma_conn_event perf_wait_event(struct rpma_conn *conn, int timeout_ms) {
+    int fd = -1;
+    if (rpma_conn_get_event_fd(conn, &fd)) return RPMA_CONN_UNDEFINED;
+    uint64_t deadline = perf_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+    while (perf_now_ns() < deadline) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int n = poll(&p, 1, 100);
+        if (n < 0 && errno != EINTR) break;
+        if (n <= 0) continue;
+        enum rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+        int ret = rpma_conn_next_event(conn, &ev);
+        if (ret == RPMA_E_NO_EVENT) continue;
+        return ret ? RPMA_CONN_LOST : ev;
+    }
+    return RPMA_CONN_UNDEFINED;
+}
+
+static int conn_err(const char *who, int idx, const char *what, int ret) {
+    fprintf(stderr, "rpma-perf %s: connection %d: %s: %s (%d)\n", who, idx, what,
+            rpma_err_2str(ret), ret);
+    return ret ? ret : -1;
+}
+
+int perf_connect(struct rpma_peer *peer, const char *addr, const char *port,
+                 const struct rpma_conn_cfg *cfg, const struct perf_hello *hello, const char *who,
+                 int idx, struct rpma_conn **conn, struct rpma_cq **cq,
+                 struct rpma_mr_remote **rmr) {
+    int ret;
+    struct rpma_conn_private_data pd = {.ptr = (void *)hello, .len = sizeof(*hello)};
+    struct rpma_conn_req *req = NULL;
+    if ((ret = rpma_conn_req_new(peer, addr, port, cfg, &req)))
+        return conn_err(who, idx, "rpma_conn_req_new", ret);
+    if ((ret = rpma_conn_req_connect(&req, &pd, conn)))
+        return conn_err(who, idx, "rpma_conn_req_connect", ret);
+    enum rpma_conn_event ev = perf_wait_event(*conn, PERF_EVENT_MS);
+    if (ev != RPMA_CONN_ESTABLISHED) {
+        fprintf(stderr, "rpma-perf %s: cannot connect to %s:%s: %s\n", who, addr, port,
+                ev == RPMA_CONN_UNDEFINED ? "timed out" : rpma_utils_conn_event_2str(ev));
+        rpma_conn_delete(conn);
+        return -1;
+    }
+    if ((ret = rpma_conn_get_cq(*conn, cq))) return conn_err(who, idx, "rpma_conn_get_cq", ret);
+
+    struct rpma_conn_private_data in = {0};
+    struct perf_welcome wel = {0};
+    if ((ret = rpma_conn_get_private_data(*conn, &in)))
+        return conn_err(who, idx, "rpma_conn_get_private_data", ret);
+    if (!in.ptr || in.len < 2) {
+        fprintf(stderr, "rpma-perf %s: the server sent no descriptors\n", who);
+        return -1;
+    }
+    memcpy(&wel, in.ptr, in.len < sizeof(wel) ? in.len : sizeof(wel));
+    if ((size_t)2 + wel.mr_desc_size + wel.pcfg_desc_size > in.len) {
+        fprintf(stderr, "rpma-perf %s: malformed server private data\n", who);
+        return -1;
+    }
+    if ((ret = rpma_mr_remote_from_descriptor(wel.desc, wel.mr_desc_size, rmr)))
+        return conn_err(who, idx, "rpma_mr_remote_from_descriptor", ret);
+    struct rpma_peer_cfg *pcfg = NULL;
+    if ((ret =
+             rpma_peer_cfg_from_descriptor(wel.desc + wel.mr_desc_size, wel.pcfg_desc_size, &pcfg)))
+        return conn_err(who, idx, "rpma_peer_cfg_from_descriptor", ret);
+    ret = rpma_conn_apply_remote_peer_cfg(*conn, pcfg);
+    rpma_peer_cfg_delete(&pcfg);
+    if (ret) return conn_err(who, idx, "rpma_conn_apply_remote_peer_cfg", ret);
+    return 0;
 }
