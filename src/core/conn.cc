@@ -97,6 +97,26 @@ bool local_range_ok(const MrLocal *mr, size_t off, size_t len, const char *what)
     return true;
 }
 
+}  // namespace
+
+// True when the NIC would refuse the local region: registered without the usage this
+// operation needs, or on another peer (protection domain).
+bool Conn::local_fault(const MrLocal *mr, int usage, const char *what) const {
+    if (!mr) return false;
+    if (!(mr->usage() & usage) || mr->peer() != r_->peer) {
+        RPMA_LOG_WARNING(
+            "%s: the local region %s; the operation completes with "
+            "IBV_WC_LOC_PROT_ERR",
+            what,
+            mr->peer() != r_->peer ? "belongs to another peer"
+                                   : "was not registered for this usage");
+        return true;
+    }
+    return false;
+}
+
+namespace {
+
 bool op_len_ok(size_t len) {
     if (len > tcp::kMaxOpLength) {
         RPMA_LOG_ERROR("an operation moves at most %u bytes, not %zu", tcp::kMaxOpLength, len);
@@ -117,6 +137,7 @@ int Conn::read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
     wr.local = dst ? dst->ptr() + dst_off : nullptr;
     wr.local_region = dst ? dst->region() : nullptr;
+    wr.local_fault = local_fault(dst, RPMA_MR_USAGE_READ_DST, "read destination");
     wr.len = static_cast<uint32_t>(len);
     wr.raddr = src ? src->addr() + src_off : 0;
     wr.rkey = src ? src->rkey() : 0;
@@ -131,6 +152,8 @@ int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t 
     wr.wr_id = wr_id;
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
     wr.local = src ? src->ptr() + src_off : nullptr;
+    wr.local_region = src ? src->region() : nullptr;
+    wr.local_fault = local_fault(src, RPMA_MR_USAGE_WRITE_SRC, "write source");
     wr.len = static_cast<uint32_t>(len);
     wr.raddr = dst ? dst->addr() + dst_off : 0;
     wr.rkey = dst ? dst->rkey() : 0;
@@ -185,6 +208,8 @@ int Conn::send(const MrLocal *src, size_t off, size_t len, int flags, uint64_t w
     wr.wr_id = wr_id;
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
     wr.local = src ? src->ptr() + off : nullptr;
+    wr.local_region = src ? src->region() : nullptr;
+    wr.local_fault = local_fault(src, RPMA_MR_USAGE_SEND, "send source");
     wr.len = static_cast<uint32_t>(len);
     wr.imm = imm ? *imm : 0;
     return r_->qp->post_send(wr);
@@ -192,7 +217,7 @@ int Conn::send(const MrLocal *src, size_t off, size_t len, int flags, uint64_t w
 
 int Conn::recv(MrLocal *dst, size_t off, size_t len, uint64_t wr_id) {
     PostedRecv r;
-    int ret = make_recv(dst, off, len, wr_id, &r);
+    int ret = make_recv(r_->peer, dst, off, len, wr_id, &r);
     return ret ? ret : r_->qp->post_recv(std::move(r));
 }
 

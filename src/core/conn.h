@@ -66,6 +66,8 @@ class Conn {
     int recv(MrLocal *dst, size_t off, size_t len, uint64_t wr_id);
 
   private:
+    bool local_fault(const MrLocal *mr, int usage, const char *what) const;
+
     std::unique_ptr<ConnResources> r_;
     std::atomic<bool> direct_write_to_pmem_{false};
 };

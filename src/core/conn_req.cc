@@ -70,7 +70,7 @@ int ConnReq::connect(const rpma_conn_private_data *pdata, Conn **out) {
 
 int ConnReq::recv(MrLocal *dst, size_t offset, size_t len, uint64_t wr_id) {
     PostedRecv r;
-    int ret = make_recv(dst, offset, len, wr_id, &r);
+    int ret = make_recv(r_->peer, dst, offset, len, wr_id, &r);
     return ret ? ret : r_->qp->post_recv(std::move(r));
 }
 

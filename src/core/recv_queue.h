@@ -20,6 +20,9 @@ struct PostedRecv {
     char *ptr = nullptr;
     uint32_t len = 0;
     uint64_t wr_id = 0;
+    // false: the region lacks RPMA_MR_USAGE_RECV or belongs to another peer; a message for it
+    // completes with IBV_WC_LOC_PROT_ERR and touches nothing, as a NIC checks the lkey
+    bool usable = true;
 };
 
 class RecvWaiter {

@@ -7,7 +7,8 @@
 
 namespace rpma {
 
-int make_recv(MrLocal *dst, size_t offset, size_t len, uint64_t wr_id, PostedRecv *out) {
+int make_recv(const Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64_t wr_id,
+              PostedRecv *out) {
     if (!dst) {
         *out = PostedRecv{nullptr, nullptr, 0, wr_id};
         return 0;
@@ -17,7 +18,9 @@ int make_recv(MrLocal *dst, size_t offset, size_t len, uint64_t wr_id, PostedRec
                        dst->size());
         return RPMA_E_INVAL;
     }
-    *out = PostedRecv{dst->region(), dst->ptr() + offset, static_cast<uint32_t>(len), wr_id};
+    bool usable = (dst->usage() & RPMA_MR_USAGE_RECV) && dst->peer() == peer;
+    *out =
+        PostedRecv{dst->region(), dst->ptr() + offset, static_cast<uint32_t>(len), wr_id, usable};
     return 0;
 }
 
@@ -39,7 +42,7 @@ Srq::~Srq() {
 
 int Srq::recv(MrLocal *dst, size_t offset, size_t len, uint64_t wr_id) {
     PostedRecv r;
-    int ret = make_recv(dst, offset, len, wr_id, &r);
+    int ret = make_recv(peer_, dst, offset, len, wr_id, &r);
     return ret ? ret : rq_.post(std::move(r));
 }
 

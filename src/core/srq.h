@@ -31,6 +31,7 @@ class Srq {
 };
 
 // Builds the receive described by (dst, offset, len) after checking it fits the region.
-int make_recv(MrLocal *dst, size_t offset, size_t len, uint64_t wr_id, PostedRecv *out);
+int make_recv(const Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64_t wr_id,
+              PostedRecv *out);
 
 }  // namespace rpma

@@ -33,6 +33,11 @@ constexpr int kMaxIov = 64;
 // other streams, and a peer waiting for them would fill its send queue.
 constexpr int kRxBudget = 2;
 constexpr auto kReplyTimeout = std::chrono::seconds(30);
+// How long a deleted connection waits for the peer to take our Disconnect and close its end.
+constexpr auto kLingerTimeout = std::chrono::seconds(2);
+// Answers queued behind a full socket before the responder stops taking requests: a peer that
+// does not read its answers stalls only its own connection, never our memory.
+constexpr size_t kMaxQueuedAnswers = 64;
 
 // QP numbers: unique within a process (a counter), and mixed with the pid so that processes
 // forked from one parent, or started together, do not all count from the same place.
@@ -54,6 +59,8 @@ uint64_t random_token() {
 // Bytes that go nowhere (skipped payloads) land here; nobody reads them, so one buffer serves
 // every thread.
 char g_discard[64 * 1024];
+// The rest of a request whose source was deregistered mid-send goes out as zeros.
+const char g_zero[64 * 1024] = {};
 
 // How long a silent or unreachable peer may take to be declared LOST: RPMA_DEAD_PEER_TIMEOUT_MS
 // (documented in docs/tcp-provider.md), default 15 s. Idle connections probe with keepalives;
@@ -320,7 +327,6 @@ void QueuePair::reject(Fd &main) {
 }
 
 void QueuePair::on_timer() {
-    if (closed_) return;
     Cm cm;
     Clock::time_point dl;
     {
@@ -328,6 +334,13 @@ void QueuePair::on_timer() {
         cm = cm_;
         dl = deadline_;
     }
+    if (cm == Cm::kClosing) {
+        if (Clock::now() < dl) return;
+        remove_stream(main_);  // the peer never closed its end: give up on it
+        remove_stream(join_);
+        return;
+    }
+    if (closed_) return;
     if ((cm == Cm::kConnecting || cm == Cm::kAwaitReply) && Clock::now() >= dl) {
         RPMA_LOG_NOTICE("connection set-up timed out");
         fail_connect(RPMA_CONN_UNREACHABLE);
@@ -344,20 +357,143 @@ void QueuePair::remove_stream(Stream &s) {
 }
 
 void QueuePair::close() {
+    // On the engine thread, as a barrier: work already queued for it has run once this returns,
+    // and anything queued later sees closed_, so nothing touches the CQs the caller frees next.
+    engine_->run_sync([this] { close_on_engine(); });
+}
+
+void QueuePair::close_on_engine() {
     closed_.store(true);
-    remove_stream(main_);
-    remove_stream(join_);
-    // A barrier: work already queued for the engine thread has run once this returns, and
-    // anything queued later sees closed_, so nothing touches the CQs the caller frees next.
-    engine_->run_sync([] {});
-    std::lock_guard lk(sq_mu_);
-    error_ = true;
+    bool graceful;
+    {
+        std::lock_guard lk(cm_mu_);
+        graceful = cm_ == Cm::kEstablished;
+        cm_ = graceful ? Cm::kClosing : Cm::kDone;
+        disc_sent_ = true;
+        deadline_ = Clock::now() + kLingerTimeout;
+    }
+    {
+        std::lock_guard lk(sq_mu_);
+        error_ = true;
+        outstanding_.clear();  // nobody is left to see their completions
+    }
+    if (!graceful) {
+        remove_stream(main_);
+        remove_stream(join_);
+        return;
+    }
+    // Deleting a live connection closes it as rdma_disconnect would: the peer gets CLOSED. What
+    // is queued must not reach for the application's memory once delete returns.
+    bool disc = disc_done_;
+    disc_done_ = true;
+    for (Stream *s : {&main_, &join_}) {
+        std::lock_guard lk(s->mu);
+        settle_for_close(*s);
+        if (!disc) {
+            FrameHeader h{};
+            h.op = static_cast<uint8_t>(Op::kDisconnect);
+            enqueue(*s, TxItem{h, nullptr, 0, nullptr, nullptr});
+        }
+        s->rx_on = s->key != 0;
+        if (flush_tx(*s) && s->txq.empty()) {
+            ::shutdown(s->fd.get(), SHUT_WR);
+            s->wr_shut = true;
+        }
+        update_mask(*s);
+    }
+    engine_->add_timer(deadline_, weak_from_this());
+}
+
+void QueuePair::settle_for_close(Stream &s) {
+    bool answers = &s == &resp();
+    uint64_t limit = UINT64_MAX;  // answers: the last request whose answer still goes out
+    for (auto it = s.txq.begin(); it != s.txq.end();) {
+        bool started = it == s.txq.begin() && s.tx_off > 0;
+        Op op = static_cast<Op>(it->hdr.op);
+        if (started) {
+            if (it->guard) {
+                // the partly sent frame is finished from a copy, or zeros if the region is gone
+                size_t sent = s.tx_off > kHeaderSize ? s.tx_off - kHeaderSize : 0;
+                RegionUse use(it->guard.get());
+                if (use.ok()) {
+                    std::shared_ptr<char[]> copy(new char[it->len]);
+                    std::memcpy(copy.get() + sent, it->data + sent, it->len - sent);
+                    it->owned = std::move(copy);
+                    it->data = it->owned.get();
+                } else {
+                    it->zero_fill = true;
+                    it->data = nullptr;
+                }
+                it->guard.reset();
+                --s.data_items;
+            }
+            ++it;
+            continue;
+        }
+        bool drop;
+        if (!answers)
+            drop = is_request(it->hdr.op);  // never seen by the peer: it flushes them anyway
+        else if (op == Op::kReadResp && it->guard && limit == UINT64_MAX)
+            limit = it->hdr.aux - 1, drop = true;
+        else
+            drop = limit != UINT64_MAX && op != Op::kDisconnect && op != Op::kAck;
+        if (answers && !drop && op == Op::kAck && limit != UINT64_MAX) {
+            it->hdr.aux = std::min(it->hdr.aux, limit);  // never acknowledge a dropped read
+            drop = it->hdr.aux == 0;
+        }
+        if (drop) {
+            if (it->guard) --s.data_items;
+            it = s.txq.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    if (answers && !resp_error_) {
+        uint64_t last = std::min(resp_seq_.load(), limit);
+        if (last > resp_acked_) {
+            FrameHeader a{};
+            a.op = static_cast<uint8_t>(Op::kAck);
+            a.aux = last;
+            resp_acked_ = last;
+            // before a Disconnect already queued, so the peer counts it
+            auto pos = std::find_if(s.txq.begin(), s.txq.end(), [](const TxItem &t) {
+                return t.hdr.op == static_cast<uint8_t>(Op::kDisconnect);
+            });
+            if (pos == s.txq.begin() && s.tx_off > 0) ++pos;
+            s.txq.insert(pos, TxItem{a, nullptr, 0, nullptr, nullptr});
+        }
+    }
+}
+
+void QueuePair::linger_events(Stream &s, uint32_t events) {
+    bool done = false;
+    {
+        std::lock_guard lk(s.mu);
+        if (!s.key) return;
+        if ((events & EPOLLOUT) || !s.txq.empty()) {
+            if (!flush_tx(s)) done = true;
+        }
+        if (!done && s.txq.empty() && !s.wr_shut) {
+            ::shutdown(s.fd.get(), SHUT_WR);
+            s.wr_shut = true;
+        }
+    }
+    // The peer's input is read and dropped until it closes its end: closing a socket with
+    // unread input would reset the connection and could destroy our Disconnect on the way.
+    while (!done && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+        ssize_t n = ::recv(s.fd.get(), g_discard, sizeof(g_discard), MSG_DONTWAIT);
+        if (n > 0) continue;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) break;
+        done = true;
+    }
+    if (done) remove_stream(s);
 }
 
 void QueuePair::lost(const char *why) {
     {
         std::lock_guard lk(cm_mu_);
-        if (cm_ == Cm::kDone) return;
+        if (cm_ == Cm::kDone || cm_ == Cm::kClosing) return;
         cm_ = Cm::kDone;
     }
     RPMA_LOG_NOTICE("connection lost: %s", why);
@@ -367,15 +503,26 @@ void QueuePair::lost(const char *why) {
     }
     remove_stream(main_);
     remove_stream(join_);
+    // The peer learns at once (end of stream) instead of at its dead-peer timeout.
+    for (Stream *s : {&main_, &join_})
+        if (s->fd.valid()) ::shutdown(s->fd.get(), SHUT_RDWR);
     post_event(RPMA_CONN_LOST);
 }
 
 void QueuePair::append_ack(Stream &s) {
+    uint64_t seq = resp_seq_.load(std::memory_order_relaxed);
+    resp_acked_ = seq;
+    ack_wanted_ = false;
+    // ACKs are cumulative: one still waiting in the queue is raised instead of adding another,
+    // so a peer that does not read its answers cannot grow the queue with them.
+    if (!s.txq.empty() && s.txq.back().hdr.op == static_cast<uint8_t>(Op::kAck) &&
+        !(s.txq.size() == 1 && s.tx_off > 0)) {
+        s.txq.back().hdr.aux = seq;
+        return;
+    }
     FrameHeader a{};
     a.op = static_cast<uint8_t>(Op::kAck);
-    a.aux = resp_seq_;
-    resp_acked_ = resp_seq_;
-    ack_wanted_ = false;
+    a.aux = seq;
     enqueue(s, TxItem{a, nullptr, 0, nullptr, nullptr});
 }
 
@@ -384,6 +531,8 @@ void QueuePair::send_disconnect() {
     // acknowledged before the stream ends, so the peer never flushes work that was done.
     FrameHeader h{};
     h.op = static_cast<uint8_t>(Op::kDisconnect);
+    if (disc_done_) return;
+    disc_done_ = true;
     for (Stream *s : {&main_, &join_}) {
         std::lock_guard lk(s->mu);
         if (s == &resp() && !resp_error_ && resp_seq_ > resp_acked_) append_ack(*s);
@@ -440,8 +589,9 @@ void QueuePair::maybe_closed() {
 
 // ---------------------------------------------------------------- transmit
 
-void QueuePair::enqueue(Stream &s, const TxItem &item) {
-    s.txq.push_back(item);
+void QueuePair::enqueue(Stream &s, TxItem item) {
+    if (item.guard) ++s.data_items;
+    s.txq.push_back(std::move(item));
 }
 
 void QueuePair::update_mask(Stream &s) {
@@ -452,12 +602,51 @@ void QueuePair::update_mask(Stream &s) {
     engine_->modify(s.fd.get(), s.key, m);
 }
 
+bool QueuePair::region_vanished(Stream &s, TxItem &it) {
+    bool started = &it == &s.txq.front() && s.tx_off > 0;
+    if (is_request(it.hdr.op)) {
+        // The source was deregistered: the request completes with LOC_PROT_ERR in its turn. A
+        // frame not yet begun becomes an empty write the peer acknowledges; one half sent is
+        // finished with zeros (the target range is then undefined, as after a failed RDMA write).
+        s.src_faults.push_back(it.seq);
+        faults_.fetch_add(1, std::memory_order_release);
+        if (!started) {
+            it.hdr.op = static_cast<uint8_t>(Op::kWrite);
+            it.hdr.flags = kAckRequested;
+            it.hdr.length = 0;
+            it.hdr.rkey = 0;
+            it.hdr.addr = 0;
+            it.len = 0;
+        } else {
+            it.zero_fill = true;
+        }
+        it.data = nullptr;
+    } else if (!started && it.hdr.op == static_cast<uint8_t>(Op::kReadResp)) {
+        // A read whose source was deregistered before its answer began fails as an access
+        // error; the responder then enters the error state.
+        it.hdr.op = static_cast<uint8_t>(Op::kNak);
+        it.hdr.status = static_cast<uint16_t>(NakStatus::kAccess);
+        it.hdr.length = 0;
+        it.len = 0;
+        it.data = nullptr;
+        s.nak_queued = true;
+    } else {
+        // Half an answer is out: only ending the connection keeps the peer from using it.
+        RPMA_LOG_ERROR("a region was deregistered while the peer read it");
+        s.why = "a region was deregistered under a read answer in progress";
+        return false;
+    }
+    it.guard.reset();
+    --s.data_items;
+    return true;
+}
+
 bool QueuePair::flush_tx(Stream &s) {
     while (!s.txq.empty()) {
         iovec iov[kMaxIov];
         Region *held[kMaxIov];
         int niov = 0, nheld = 0;
-        bool ok = true;
+        TxItem *dead = nullptr;
         size_t off = s.tx_off;
         for (auto it = s.txq.begin(); it != s.txq.end() && niov + 2 <= kMaxIov; ++it) {
             if (off < kHeaderSize) {
@@ -467,9 +656,18 @@ bool QueuePair::flush_tx(Stream &s) {
                 off -= kHeaderSize;
             }
             if (it->len > off) {
+                if (it->zero_fill) {
+                    size_t n = std::min(it->len - off, sizeof(g_zero));
+                    iov[niov++] = {const_cast<char *>(g_zero), n};
+                    if (n < it->len - off) break;
+                    off = 0;
+                    continue;
+                }
                 if (it->guard) {
+                    // Held across the send: deregistration waits for it, and after it no
+                    // byte of the region is read.
                     if (!it->guard->acquire()) {
-                        ok = false;  // the region was deregistered under an answer in flight
+                        dead = &*it;
                         break;
                     }
                     held[nheld++] = it->guard.get();
@@ -479,17 +677,18 @@ bool QueuePair::flush_tx(Stream &s) {
             off = 0;
         }
         ssize_t n = -1;
-        if (ok) {
+        int err = 0;
+        if (!dead) {
             msghdr msg{};
             msg.msg_iov = iov;
             msg.msg_iovlen = static_cast<size_t>(niov);
             n = ::sendmsg(s.fd.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+            err = errno;
         }
-        int err = errno;
         for (int i = 0; i < nheld; ++i) held[i]->release();
-        if (!ok) {
-            RPMA_LOG_ERROR("a region was deregistered while the remote side read it");
-            return false;
+        if (dead) {
+            if (!region_vanished(s, *dead)) return false;
+            continue;
         }
         if (n < 0) {
             if (err == EINTR) continue;
@@ -500,6 +699,7 @@ bool QueuePair::flush_tx(Stream &s) {
                 }
                 return true;
             }
+            s.why = strerror(err);
             return false;
         }
         size_t done = static_cast<size_t>(n);
@@ -507,6 +707,7 @@ bool QueuePair::flush_tx(Stream &s) {
             size_t left = kHeaderSize + s.txq.front().len - s.tx_off;
             if (done >= left) {
                 done -= left;
+                if (s.txq.front().guard) --s.data_items;
                 s.txq.pop_front();
                 s.tx_off = 0;
             } else {
@@ -541,7 +742,7 @@ int QueuePair::post_send(const SendWr &wr) {
         RPMA_LOG_ERROR("the connection is not established yet");
         return RPMA_E_PROVIDER;
     }
-    if (error_ || cm == Cm::kDone || disc) {
+    if (error_ || cm == Cm::kDone || cm == Cm::kClosing || disc) {
         // as verbs: a QP in the error state takes the request and flushes it
         push_send_wc(Outstanding{0, wr.wr_id, wr.op, wr.signaled, nullptr, 0, nullptr},
                      IBV_WC_WR_FLUSH_ERR, 0);
@@ -557,9 +758,10 @@ int QueuePair::post_send(const SendWr &wr) {
         return RPMA_E_PROVIDER;
     }
     uint64_t seq = next_seq_++;
+    bool is_read = wr.op == Op::kRead;
     outstanding_.push_back(Outstanding{seq, wr.wr_id, wr.op, wr.signaled,
-                                       wr.op == Op::kRead ? wr.local : nullptr, wr.len,
-                                       wr.local_region});
+                                       is_read ? wr.local : nullptr, wr.len,
+                                       is_read ? wr.local_region : nullptr, wr.local_fault});
     FrameHeader h{};
     h.op = static_cast<uint8_t>(wr.op);
     h.flags = wr.flags;
@@ -573,14 +775,25 @@ int QueuePair::post_send(const SendWr &wr) {
     h.rkey = wr.rkey;
     h.addr = wr.raddr;
     h.aux = wr.value;
-    bool carries = wr.op == Op::kWrite || wr.op == Op::kWriteImm || wr.op == Op::kSend ||
-                   wr.op == Op::kSendImm;
+    bool carries = !wr.local_fault && (wr.op == Op::kWrite || wr.op == Op::kWriteImm ||
+                                       wr.op == Op::kSend || wr.op == Op::kSendImm);
+    if (wr.local_fault) {
+        // An empty write holds the request's place; its ACK completes it with LOC_PROT_ERR.
+        h = FrameHeader{};
+        h.op = static_cast<uint8_t>(Op::kWrite);
+        h.flags = kAckRequested;
+    }
+    // Everything of the peer's we executed (a receive it reacts to, say) completes at the peer
+    // before this request does anything there.
+    h.ack = resp_seq_.load(std::memory_order_acquire);
     Stream &s = req();
     std::lock_guard tlk(s.mu);
     // Frames already queued mean the socket is full and the engine sends on EPOLLOUT; this one
     // joins them (and goes out in the same sendmsg) instead of paying for another EAGAIN.
     bool idle = s.txq.empty();
-    enqueue(s, TxItem{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr, nullptr});
+    TxItem item{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr, nullptr, seq};
+    if (carries && wr.len) item.guard = wr.local_region;
+    enqueue(s, std::move(item));
     if (idle) flush_tx(s);
     return 0;
 }
@@ -635,6 +848,12 @@ void QueuePair::push_recv_wc(const PostedRecv &r, ibv_wc_status st, ibv_wc_opcod
 void QueuePair::complete_front(ibv_wc_status st, uint32_t len) {
     Outstanding o = std::move(outstanding_.front());
     outstanding_.pop_front();
+    if (st == IBV_WC_SUCCESS && (o.local_error || source_faulted(o.seq))) {
+        // the NIC's local protection error: this request fails, and the QP with it
+        push_send_wc(o, IBV_WC_LOC_PROT_ERR, 0);
+        flush_all_locked();
+        return;
+    }
     if (o.signaled)
         unreclaimed_ = 0;
     else
@@ -642,9 +861,64 @@ void QueuePair::complete_front(ibv_wc_status st, uint32_t len) {
     push_send_wc(o, st, len);
 }
 
-void QueuePair::complete_upto(uint64_t seq) {
-    while (!outstanding_.empty() && outstanding_.front().seq <= seq)
-        complete_front(IBV_WC_SUCCESS, outstanding_.front().len);
+bool QueuePair::source_faulted(uint64_t seq) {
+    if (faults_.load(std::memory_order_acquire) == 0) return false;
+    Stream &s = req();
+    std::lock_guard lk(s.mu);
+    auto it = std::find(s.src_faults.begin(), s.src_faults.end(), seq);
+    if (it == s.src_faults.end()) return false;
+    s.src_faults.erase(it);
+    faults_.fetch_sub(1, std::memory_order_relaxed);
+    return true;
+}
+
+void QueuePair::advance_locked() {
+    // Reads complete only with their data, and everything after them waits (in order).
+    while (!outstanding_.empty() && outstanding_.front().seq <= peer_acked_ &&
+           outstanding_.front().op != Op::kRead)
+        complete_front(IBV_WC_SUCCESS, 0);
+}
+
+QueuePair::Step QueuePair::apply_peer_ack(uint64_t ack) {
+    if (ack <= ack_applied_.load(std::memory_order_relaxed)) return Step::kContinue;
+    std::lock_guard lk(sq_mu_);
+    if (ack >= next_seq_) {
+        RPMA_LOG_ERROR("acknowledgement of request %llu that was never sent",
+                       static_cast<unsigned long long>(ack));
+        resp().why = "protocol error: acknowledgement of a request never sent";
+        return Step::kFatal;
+    }
+    if (error_) return Step::kContinue;
+    peer_acked_ = std::max(peer_acked_, ack);
+    advance_locked();
+    if (!outstanding_.empty() && outstanding_.front().seq <= ack) {
+        // A read the peer answered before this request is still on its way (the other
+        // stream): this request waits for it, or its effects would overtake that completion.
+        resp_wait_ack_.store(true);
+        return Step::kStall;
+    }
+    ack_applied_.store(ack, std::memory_order_relaxed);
+    return Step::kContinue;
+}
+
+void QueuePair::resume_responder() {
+    engine_->post([w = weak_from_this()] {
+        auto self = w.lock();
+        if (self && !self->closed_) self->resume_now();
+    });
+}
+
+void QueuePair::resume_now() {
+    Stream &s = resp();
+    std::lock_guard rl(s.rx_mu);
+    {
+        std::lock_guard lk(s.mu);
+        if (!s.stalled) return;
+        s.stalled = false;
+        s.drain_wait = false;
+        update_mask(s);
+    }
+    read_stream(s);
 }
 
 void QueuePair::flush_all_locked() {
@@ -675,6 +949,10 @@ void QueuePair::on_events(int fd, uint32_t events) {
             remove_stream(s);  // the main stream reports the outcome
         return;
     }
+    if (cm == Cm::kClosing) {
+        linger_events(s, events);
+        return;
+    }
     if (cm == Cm::kDone || cm == Cm::kIdle) {
         std::lock_guard lk(s.mu);
         if ((events & EPOLLOUT) && flush_tx(s) && !s.txq.empty()) return;
@@ -683,15 +961,20 @@ void QueuePair::on_events(int fd, uint32_t events) {
         return;
     }
     if (events & EPOLLOUT) {
-        bool sent;
+        bool sent, drained = false;
         {
             std::lock_guard lk(s.mu);
             sent = flush_tx(s);
+            if (sent && s.drain_wait && s.data_items == 0 && s.txq.size() < kMaxQueuedAnswers) {
+                s.drain_wait = false;
+                drained = true;
+            }
         }
         if (!sent) {
-            lost("send failed");  // not under s.mu: lost() takes it
+            lost(s.why ? s.why : "send failed");  // not under s.mu: lost() takes it
             return;
         }
+        if (drained) resume_now();  // the request waiting for our answers to leave
     }
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         if (s.stalled && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
@@ -721,18 +1004,7 @@ void QueuePair::read_stream_locked(Stream &s) {
 }
 
 void QueuePair::recv_posted() {
-    engine_->post([w = weak_from_this()] {
-        auto self = w.lock();
-        if (!self || self->closed_) return;
-        std::lock_guard rl(self->resp().rx_mu);
-        if (!self->resp().stalled) return;
-        self->resp().stalled = false;
-        {
-            std::lock_guard lk(self->resp().mu);
-            self->update_mask(self->resp());
-        }
-        self->read_stream(self->resp());
-    });
+    resume_responder();
 }
 
 void QueuePair::drive(int channel_fd) {
@@ -800,13 +1072,17 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
             return Step::kStop;
         }
         RPMA_LOG_ERROR("unexpected opcode %u on the request stream", h.op);
+        s.why = "protocol error: unexpected opcode";
         return Step::kFatal;
     }
     Op op = static_cast<Op>(h.op);
     if (h.length > kMaxOpLength) {
         RPMA_LOG_ERROR("request of %u bytes exceeds the limit", h.length);
+        s.why = "protocol error: oversized request";
         return Step::kFatal;
     }
+    // The peer's acknowledgement first: its request may react to a completion of ours.
+    if (Step st = apply_peer_ack(h.ack); st != Step::kContinue) return st;
     bool carries = op == Op::kWrite || op == Op::kWriteImm || op == Op::kSend || op == Op::kSendImm;
     // An ACK is due once the request asking for it has executed, not when its header arrives.
     bool wants_ack = h.flags & kAckRequested;
@@ -817,11 +1093,22 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
         }
         return Step::kContinue;
     };
+    // A read answer that became a NAK (its region was deregistered) ends execution here.
+    auto naked = [&] {
+        if (!std::exchange(resp().nak_queued, false)) return false;
+        resp_error_ = true;
+        std::lock_guard lk(sq_mu_);
+        flush_all_locked();
+        return true;
+    };
+    naked();
     // In the error state requests are dropped; the stream is read on to its disconnect.
     if (resp_error_) return discard_payload();
-    // Reads answered earlier must not see what this request changes.
-    if (reads_unsettled_ && op != Op::kRead && op != Op::kFlush && !settle_reads(resp()))
-        return Step::kFatal;
+    // Reads answered earlier must not see what this request changes, and a peer that does not
+    // read its answers must not make us queue more.
+    if (Step st = wait_for_answers(op != Op::kRead && op != Op::kFlush); st != Step::kContinue)
+        return st;
+    if (naked()) return discard_payload();
     uint64_t seq = resp_seq_ + 1;
     std::shared_ptr<Region> region;
     auto check = [&](int need) -> bool {
@@ -872,6 +1159,7 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
             s.payload = Payload::kSend;
             s.dst = cur_recv_->ptr;
             s.dst_region = cur_recv_->region;
+            s.failed = !cur_recv_->usable;  // checked as a NIC checks the lkey: on arrival
             s.remaining = s.payload_len = h.length;
             return Step::kContinue;
         }
@@ -887,9 +1175,9 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
             r.length = h.length;
             r.aux = seq;
             std::lock_guard lk(resp().mu);
+            // zero-copy: the answer is gathered from the region when the socket takes it
             enqueue(resp(), TxItem{r, h.length ? reinterpret_cast<char *>(h.addr) : nullptr,
-                                   h.length, region, nullptr});
-            if (h.length) reads_unsettled_ = true;
+                                   h.length, h.length ? region : nullptr, nullptr});
             if (resp().txq.size() >= kMaxIov / 2 && !flush_tx(resp())) return Step::kFatal;
             return Step::kContinue;
         }
@@ -942,16 +1230,17 @@ QueuePair::Step QueuePair::completer_header(Stream &s, const FrameHeader &h) {
     }
     if (op != Op::kAck && op != Op::kReadResp && op != Op::kNak) {
         RPMA_LOG_ERROR("unexpected opcode %u on the answer stream", h.op);
+        s.why = "protocol error: unexpected opcode on the answer stream";
         return Step::kFatal;
     }
     std::lock_guard lk(sq_mu_);
     uint64_t seq = h.aux;
-    if (seq == 0 || seq >= next_seq_) {
+    if (seq == 0 || seq >= next_seq_ || h.length > kMaxOpLength) {
         RPMA_LOG_ERROR("answer for request %llu that was never sent",
                        static_cast<unsigned long long>(seq));
+        s.why = "protocol error: answer for a request never sent";
         return Step::kFatal;
     }
-    if (h.length > kMaxOpLength) return Step::kFatal;
     if (error_) {
         // flushed already; only a read's data must still be skipped
         if (op == Op::kReadResp) {
@@ -962,15 +1251,27 @@ QueuePair::Step QueuePair::completer_header(Stream &s, const FrameHeader &h) {
     }
     // Everything before an answer is done: RC executes in order.
     uint64_t upto = op == Op::kAck ? seq : seq - 1;
+    peer_acked_ = std::max(peer_acked_, upto);
     while (!outstanding_.empty() && outstanding_.front().seq <= upto) {
         if (outstanding_.front().op == Op::kRead) {
             RPMA_LOG_ERROR("a read was acknowledged without its data");
+            s.why = "protocol error: a read acknowledged without its data";
             return Step::kFatal;
         }
         complete_front(IBV_WC_SUCCESS, 0);
     }
-    if (op == Op::kAck) return Step::kContinue;
-    if (outstanding_.empty() || outstanding_.front().seq != seq) return Step::kFatal;
+    if (op == Op::kAck) {
+        if (resp_wait_ack_.load() &&
+            (outstanding_.empty() || outstanding_.front().seq > peer_acked_) &&
+            resp_wait_ack_.exchange(false))
+            resume_responder();
+        return Step::kContinue;
+    }
+    if (error_) return Step::kContinue;  // a local error above flushed the rest
+    if (outstanding_.empty() || outstanding_.front().seq != seq) {
+        s.why = "protocol error: answer out of order";
+        return Step::kFatal;
+    }
     if (op == Op::kNak) {
         complete_front(nak_to_status(h.status), 0);
         flush_all_locked();
@@ -979,6 +1280,7 @@ QueuePair::Step QueuePair::completer_header(Stream &s, const FrameHeader &h) {
     Outstanding &o = outstanding_.front();
     if (o.op != Op::kRead || h.length != o.len) {
         RPMA_LOG_ERROR("read answer does not match the request");
+        s.why = "protocol error: read answer does not match the request";
         return Step::kFatal;
     }
     s.payload = Payload::kReadResp;
@@ -997,56 +1299,80 @@ void QueuePair::payload_done(Stream &s) {
     s.dst_region.reset();
     s.failed = false;
     uint32_t len = static_cast<uint32_t>(s.payload_len);
-    if (p == Payload::kWrite || p == Payload::kWriteImm || p == Payload::kSend) {
-        resp_seq_ = pending_seq_;
-        ack_wanted_ |= pending_wants_ack_;
-    }
     switch (p) {
+        case Payload::kWrite:
         case Payload::kWriteImm:
-        case Payload::kSend:
+        case Payload::kSend: {
+            if (failed) {
+                // Not all of it was placed (region deregistered, or a receive buffer it may not
+                // use): the receive fails here, and the requester hears it was not done.
+                RPMA_LOG_WARNING("%s", p == Payload::kSend ? "receive buffer not usable"
+                                                           : "write target deregistered mid-write");
+                if (cur_recv_) {
+                    push_recv_wc(*cur_recv_,
+                                 p == Payload::kSend ? IBV_WC_LOC_PROT_ERR : IBV_WC_WR_FLUSH_ERR,
+                                 IBV_WC_RECV, 0, false, 0);
+                    cur_recv_.reset();
+                }
+                nak(pending_seq_, p == Payload::kSend ? NakStatus::kOperation : NakStatus::kAccess);
+                break;
+            }
+            // Executed: the ACK state moves before the application can see the receive, so
+            // anything it posts in reaction carries this acknowledgement.
+            resp_seq_.store(pending_seq_, std::memory_order_release);
+            ack_wanted_ |= pending_wants_ack_;
             if (cur_recv_) {
                 ibv_wc_opcode op = p == Payload::kSend ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM;
-                push_recv_wc(*cur_recv_, failed ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS, op, len,
-                             cur_has_imm_, cur_imm_);
+                push_recv_wc(*cur_recv_, IBV_WC_SUCCESS, op, len, cur_has_imm_, cur_imm_);
                 cur_recv_.reset();
             }
             break;
+        }
         case Payload::kReadResp: {
             std::lock_guard lk(sq_mu_);
-            if (!error_ && !outstanding_.empty())
-                complete_front(failed ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS, len);
+            if (error_ || outstanding_.empty()) break;
+            if (failed) {
+                complete_front(IBV_WC_LOC_PROT_ERR, 0);  // its destination was deregistered
+                flush_all_locked();
+                break;
+            }
+            complete_front(IBV_WC_SUCCESS, len);
+            advance_locked();  // what the peer acknowledged behind this read
+            if (resp_wait_ack_.load() &&
+                (outstanding_.empty() || outstanding_.front().seq > peer_acked_) &&
+                resp_wait_ack_.exchange(false))
+                resume_responder();
             break;
         }
         default:
             break;
     }
-    if (failed && p == Payload::kWrite) RPMA_LOG_WARNING("write target deregistered mid-write");
 }
 
 bool QueuePair::answer_now(Stream &s) {
-    {
-        std::lock_guard lk(s.mu);
-        if (ack_wanted_ && resp_seq_ > resp_acked_ && !resp_error_) append_ack(s);
-        if (!reads_unsettled_) return s.txq.empty() || flush_tx(s);
-    }
-    return settle_reads(s);  // the next requests may write
+    std::lock_guard lk(s.mu);
+    if (ack_wanted_ && resp_seq_ > resp_acked_ && !resp_error_) append_ack(s);
+    return s.txq.empty() || flush_tx(s);
 }
 
-bool QueuePair::settle_reads(Stream &s) {
+QueuePair::Step QueuePair::wait_for_answers(bool modifies) {
+    Stream &s = resp();
     std::lock_guard lk(s.mu);
-    if (!flush_tx(s)) return false;
-    for (auto &it : s.txq) {
-        if (!it.guard || it.len == 0) continue;
-        RegionUse use(it.guard.get());
-        if (!use.ok()) return false;  // deregistered under an answer in flight
-        std::shared_ptr<char[]> copy(new char[it.len]);
-        std::memcpy(copy.get(), it.data, it.len);
-        it.owned = std::move(copy);
-        it.data = it.owned.get();
-        it.guard.reset();
+    auto must_wait = [&] {
+        return s.txq.size() >= kMaxQueuedAnswers || (modifies && s.data_items > 0);
+    };
+    if (!must_wait()) return Step::kContinue;
+    if (ack_wanted_ && resp_seq_ > resp_acked_ && !resp_error_) append_ack(s);
+    if (!flush_tx(s)) return Step::kFatal;
+    if (!must_wait()) return Step::kContinue;
+    // Flow control instead of copies: the request stays staged until EPOLLOUT drains the
+    // answers (on_events), and meanwhile nothing more is read from this peer.
+    s.drain_wait = true;
+    if (!s.want_out) {
+        s.want_out = true;
+        update_mask(s);
     }
-    reads_unsettled_ = false;
-    return true;
+    return Step::kStall;
 }
 
 QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
@@ -1089,8 +1415,11 @@ QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
         }
         n = ::readv(s.fd.get(), iov, 2);
     }
-    if (n < 0) return (errno == EAGAIN || errno == EINTR) ? Step::kBlock : Step::kFatal;
-    if (n == 0) return Step::kFatal;
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Step::kBlock;
+    if (n <= 0) {
+        s.why = n == 0 ? "the peer closed the connection mid-message" : strerror(errno);
+        return Step::kFatal;
+    }
     size_t got = static_cast<size_t>(n);
     size_t into_dst = std::min(got, iov[0].iov_len);
     if (s.dst) s.dst += into_dst;
@@ -1152,24 +1481,36 @@ void QueuePair::read_stream(Stream &s) {
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
-        st = (n < 0 && errno == EAGAIN) ? Step::kBlock : Step::kFatal;
+        if (n < 0 && errno == EAGAIN) {
+            st = Step::kBlock;
+        } else {
+            st = Step::kFatal;
+            s.why =
+                n == 0 ? "the peer closed the connection without a disconnect" : strerror(errno);
+        }
     }
     if (st == Step::kFatal) {
         if (s.disc_rx) return;
-        lost(errno ? strerror(errno) : "protocol error");
+        lost(s.why ? s.why : "protocol error");
         return;
     }
     if (responder && !answer_now(s)) {
-        lost("send failed");
+        lost(s.why ? s.why : "send failed");
         return;
     }
-    bool broken = false;
+    bool broken = false, nak_queued = false, retry = false;
     {
         std::lock_guard lk(s.mu);
         broken = !responder && !flush_tx(s);
+        nak_queued = std::exchange(s.nak_queued, false);
         if (broken) {
         } else if (st == Step::kStall) {
             s.stalled = true;
+            // the answers may have left since the request decided to wait for them
+            if (s.drain_wait && s.data_items == 0 && s.txq.size() < kMaxQueuedAnswers) {
+                s.drain_wait = false;
+                retry = true;
+            }
             update_mask(s);
         } else if (st == Step::kStop && s.rx_on) {
             s.rx_on = false;  // end of this stream's input
@@ -1177,9 +1518,16 @@ void QueuePair::read_stream(Stream &s) {
         }
     }
     if (broken) {
-        lost("send failed");  // not under s.mu: lost() takes it
+        lost(s.why ? s.why : "send failed");  // not under s.mu: lost() takes it
         return;
     }
+    if (nak_queued) {
+        // a read answer went out as a NAK (its region was deregistered): as after any NAK
+        resp_error_ = true;
+        std::lock_guard lk(sq_mu_);
+        flush_all_locked();
+    }
+    if (retry) resume_responder();
     if (s.disc_rx) maybe_closed();
 }
 

@@ -49,7 +49,10 @@ struct SendWr {
     bool signaled = true;
     char *local = nullptr;  // source, or destination of a read
     uint32_t len = 0;
-    std::shared_ptr<Region> local_region;  // guards the destination of a read
+    std::shared_ptr<Region> local_region;  // guards the source, or the destination of a read
+    // The local region may not be used this way (usage, another peer): the request completes
+    // with IBV_WC_LOC_PROT_ERR in its turn and touches no memory, as a NIC checks an lkey.
+    bool local_fault = false;
     uint64_t raddr = 0;
     uint32_t rkey = 0;
     uint32_t imm = 0;
@@ -99,7 +102,9 @@ class QueuePair final : public Handler,
     bool established();
 
   private:
-    enum class Cm { kIdle, kConnecting, kAwaitReply, kEstablished, kDone };
+    // kClosing: deleted while established; the engine finishes the orderly close (our
+    // Disconnect out, the peer's input drained) without touching the application's objects.
+    enum class Cm { kIdle, kConnecting, kAwaitReply, kEstablished, kClosing, kDone };
     enum class Rx { kHeader, kPayload };
     enum class Payload { kNone, kWrite, kWriteImm, kSend, kReadResp, kDiscard };
 
@@ -107,8 +112,10 @@ class QueuePair final : public Handler,
         FrameHeader hdr;
         const char *data;
         size_t len;
-        std::shared_ptr<Region> guard;  // responder data read straight from a region
-        std::shared_ptr<char[]> owned;  // or a snapshot of it, once the region may change
+        std::shared_ptr<Region> guard;  // the region data points into (requests and read answers)
+        std::shared_ptr<char[]> owned;  // or data's own copy
+        uint64_t seq = 0;               // a request's sequence number
+        bool zero_fill = false;         // the rest of the payload is zeros: its source vanished
     };
 
     struct Stream {
@@ -124,8 +131,9 @@ class QueuePair final : public Handler,
         uint64_t remaining = 0;
         uint64_t payload_len = 0;
         std::shared_ptr<Region> dst_region;
-        bool failed = false;  // payload target vanished: discard and fail the operation
-        bool stalled = false;
+        bool failed = false;        // payload target vanished: discard and fail the operation
+        bool stalled = false;       // a request waits: a receive, the peer's answer or our answers
+        const char *why = nullptr;  // what ended the stream, for the log
         bool disc_rx = false;
         bool connected = false;
         // tx: under mu
@@ -134,6 +142,11 @@ class QueuePair final : public Handler,
         size_t tx_off = 0;
         bool want_out = false;
         bool rx_on = false;
+        bool wr_shut = false;
+        uint32_t data_items = 0;  // items in txq whose data points into a region
+        bool drain_wait = false;  // the responder waits for the answers to leave
+        bool nak_queued = false;  // a read answer became a NAK: the responder enters error state
+        std::vector<uint64_t> src_faults;  // requests whose source vanished before it was sent
         std::mutex rx_mu;      // whoever reads the stream holds it, a driving waiter included
         bool backoff = false;  // under mu: the engine found rx_mu held and stopped polling
     };
@@ -146,6 +159,7 @@ class QueuePair final : public Handler,
         char *dst;
         uint32_t len;
         std::shared_ptr<Region> dst_region;
+        bool local_error = false;  // completes with IBV_WC_LOC_PROT_ERR in its turn
     };
 
     QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events);
@@ -154,7 +168,8 @@ class QueuePair final : public Handler,
     Stream &resp() noexcept { return is_client_ ? join_ : main_; }
 
     // tx
-    void enqueue(Stream &s, const TxItem &item);  // s.mu held
+    void enqueue(Stream &s, TxItem item);         // s.mu held
+    bool region_vanished(Stream &s, TxItem &it);  // s.mu held; false: the stream must end
     bool flush_tx(Stream &s);                     // s.mu held; false on a broken stream
     void update_mask(Stream &s);                  // s.mu held
     void send_frame(Stream &s, const FrameHeader &h);
@@ -169,8 +184,12 @@ class QueuePair final : public Handler,
     Step rx_payload(Stream &s, int &budget);  // spends budget only on system calls
 
     // completions
-    void complete_upto(uint64_t seq);                     // sq_mu_ held
     void complete_front(ibv_wc_status st, uint32_t len);  // sq_mu_ held
+    void advance_locked();                                // sq_mu_ held: apply peer_acked_
+    bool source_faulted(uint64_t seq);                    // sq_mu_ held
+    Step apply_peer_ack(uint64_t ack);                    // responder, before a request
+    void resume_responder();                              // any thread: re-run a stalled request
+    void resume_now();                                    // engine thread
     void push_send_wc(const Outstanding &o, ibv_wc_status st, uint32_t len);
     void push_recv_wc(const PostedRecv &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t len,
                       bool with_imm, uint32_t imm);
@@ -182,13 +201,16 @@ class QueuePair final : public Handler,
     void handshake_in();
     void fail_connect(rpma_conn_event ev);
     void lost(const char *why);
+    void close_on_engine();
+    void settle_for_close(Stream &s);  // s.mu held
+    void linger_events(Stream &s, uint32_t events);
     void maybe_closed();
     void send_disconnect();      // engine thread
     void append_ack(Stream &s);  // engine thread, s.mu held
-    bool answer_now(Stream &s);
-    // engine thread: sends what it can of the read answers and copies out the rest, so that a
-    // later write cannot change data a read has already returned (RC order).
-    bool settle_reads(Stream &s);  // engine thread: pending ACK and answers out; false if broken
+    bool answer_now(Stream &s);  // engine thread: pending ACK and answers out; false if broken
+    // engine thread: true if the request must wait until our answers have left, because too
+    // many are queued or (modifies) a read answer still points into a region (RC order).
+    Step wait_for_answers(bool modifies);
     void remove_stream(Stream &s);
     void post_event(rpma_conn_event ev) { events_->push(ev); }
 
@@ -205,6 +227,7 @@ class QueuePair final : public Handler,
     std::mutex cm_mu_;  // cm_, disc_sent_
     Cm cm_ = Cm::kIdle;
     bool disc_sent_ = false;
+    bool disc_done_ = false;  // engine thread: our Disconnect frames are queued
     Clock::time_point deadline_{};
     uint64_t token_ = 0;
     std::vector<uint8_t> local_pdata_;
@@ -216,18 +239,20 @@ class QueuePair final : public Handler,
     bool error_ = false;
     uint64_t next_seq_ = 1;
     std::deque<Outstanding> outstanding_;
-    uint32_t unreclaimed_ = 0;     // unsignaled WRs done but still holding SQ slots
-    uint32_t unsignaled_run_ = 0;  // unsignaled WRs posted since the last ACK request
+    uint32_t unreclaimed_ = 0;                // unsignaled WRs done but still holding SQ slots
+    uint32_t unsignaled_run_ = 0;             // unsignaled WRs posted since the last ACK request
+    uint64_t peer_acked_ = 0;                 // the peer executed our requests up to here
+    std::atomic<uint64_t> ack_applied_{0};    // acks up to here need no work
+    std::atomic<uint32_t> faults_{0};         // entries in req().src_faults
+    std::atomic<bool> resp_wait_ack_{false};  // the responder waits for the completer
 
-    // responder state (engine thread)
-    uint64_t resp_seq_ = 0;     // last request executed
-    uint64_t pending_seq_ = 0;  // the request whose payload is arriving
-    uint64_t resp_acked_ = 0;   // last acknowledged
+    // responder state (engine thread); resp_seq_ is read by posting threads for the piggyback
+    std::atomic<uint64_t> resp_seq_{0};  // last request executed
+    uint64_t pending_seq_ = 0;           // the request whose payload is arriving
+    uint64_t resp_acked_ = 0;            // last acknowledged
     bool resp_error_ = false;
     bool ack_wanted_ = false;  // an executed request asked for an ACK
     bool pending_wants_ack_ = false;
-    bool reads_unsettled_ = false;  // read answers in the queue still point into regions  // the
-                                    // request whose payload is arriving asked for one
     std::optional<PostedRecv> cur_recv_;
     uint32_t cur_imm_ = 0;
     bool cur_has_imm_ = false;

@@ -8,8 +8,8 @@
 
 namespace rpma::tcp {
 
-constexpr uint32_t kMagic = 0x414d5052;  // "RPMA"
-constexpr uint16_t kProtocolVersion = 1;
+constexpr uint32_t kMagic = 0x414d5052;      // "RPMA"
+constexpr uint16_t kProtocolVersion = 2;     // 2: the header carries a cumulative ack
 constexpr size_t kConnectPdataMax = 56;      // as RDMA CM allows on connect
 constexpr size_t kAcceptPdataMax = 196;      // and on accept
 constexpr uint32_t kMaxOpLength = 1u << 30;  // one operation moves at most 1 GiB
@@ -39,7 +39,7 @@ enum FrameFlags : uint8_t {
 // NAK statuses on the wire; mapped to ibv_wc_status at the requester.
 enum class NakStatus : uint16_t { kAccess = 1, kInvalidRequest = 2, kOperation = 3 };
 
-// 32-byte frame header. Requests carry no sequence number: both ends count them in order.
+// 40-byte frame header. Requests carry no sequence number: both ends count them in order.
 struct FrameHeader {
     uint8_t op;
     uint8_t flags;
@@ -49,8 +49,11 @@ struct FrameHeader {
     uint32_t rkey;
     uint64_t addr;  // remote address (requests)
     uint64_t aux;   // atomic value (requests) or sequence number (responses)
+    // Requests: the last of the receiver's requests the sender has executed. The receiver applies
+    // it before the request, so a reaction never completes before what it reacted to.
+    uint64_t ack;
 };
-static_assert(sizeof(FrameHeader) == 32);
+static_assert(sizeof(FrameHeader) == 40);
 constexpr size_t kHeaderSize = sizeof(FrameHeader);
 
 // True for an op a requester may send; anything else on a request stream is a protocol error.
