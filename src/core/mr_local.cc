@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/mem_check.h"
 #include "core/mr_descriptor.h"
 
 namespace rpma {
@@ -12,6 +13,14 @@ int MrLocal::reg(Peer *peer, void *ptr, size_t size, int usage, MrLocal **out) {
     if (usage == 0 || (usage & ~kAllUsage)) {
         RPMA_LOG_ERROR("invalid usage 0x%x", usage);
         return RPMA_E_INVAL;
+    }
+    // Usages for which ibv_reg_mr asks for LOCAL_WRITE or REMOTE_WRITE need writable memory.
+    bool write = usage & (RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_RECV);
+    auto chk = MemCheck::check(ptr, size, write);
+    if (chk.fault != MemCheck::Fault::kNone) {
+        RPMA_LOG_ERROR("cannot register [%p, +%zu) with usage 0x%x: memory at %p is %s", ptr, size,
+                       usage, reinterpret_cast<void *>(chk.at), MemCheck::describe(chk.fault));
+        return RPMA_E_PROVIDER;  // as ibv_reg_mr fails with EFAULT
     }
     auto region = peer->mrs().add(static_cast<char *>(ptr), size, usage);
     auto *mr = new (std::nothrow) MrLocal(peer, region);

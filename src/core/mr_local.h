@@ -10,6 +10,8 @@ namespace rpma {
 
 class MrLocal {
   public:
+    // RPMA_E_PROVIDER, registering nothing, unless [ptr, ptr + size) is mapped and readable,
+    // and writable for READ_DST, WRITE_DST or RECV (core/mem_check.h).
     static int reg(Peer *peer, void *ptr, size_t size, int usage, MrLocal **out);
     ~MrLocal();
 
