@@ -21,6 +21,7 @@
  * round: one more connection, closed the ordinary way, follows the rounds.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,11 +79,22 @@ static enum rpma_conn_event next_event(struct rpma_conn *conn, const struct plan
                                        const char *who) {
     int fd = -1;
     CHECK_OK(rpma_conn_get_event_fd(conn, &fd));
-    if (!it_poll_fd(fd, IT_WAIT_MS))
+    if (!it_poll_fd(fd, IT_WAIT_MS)) {
+        /* tell a lost wake-up (an event queued, the fd not readable) from no event at all */
+        int fl = fcntl(fd, F_GETFL);
+        enum rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+        int ret = fl < 0 ? RPMA_E_UNKNOWN
+                         : (fcntl(fd, F_SETFL, fl | O_NONBLOCK), rpma_conn_next_event(conn, &ev));
+        if (ret == 0)
+            IT_FAIL(
+                "%s round %d: the %s's event fd stayed unreadable for %d ms while an event was "
+                "queued: %s (a lost wake-up)",
+                p->name, round, who, IT_WAIT_MS, rpma_utils_conn_event_2str(ev));
         IT_FAIL(
             "%s round %d: the %s got no connection event within %d ms (expected "
-            "RPMA_CONN_CLOSED)",
-            p->name, round, who, IT_WAIT_MS);
+            "RPMA_CONN_CLOSED; a non-blocking rpma_conn_next_event then returned %d, %s)",
+            p->name, round, who, IT_WAIT_MS, ret, rpma_err_2str(ret));
+    }
     enum rpma_conn_event ev = RPMA_CONN_UNDEFINED;
     CHECK_OK(rpma_conn_next_event(conn, &ev));
     return ev;
