@@ -233,7 +233,9 @@ void QueuePair::handshake_out(Stream &s) {
         std::lock_guard lk(s.mu);
         s.connected = true;
         s.want_out = false;
-        s.rx_on = true;
+        // The join stream waits for the answer on the main one: the server may send on it (even
+        // its Disconnect and end of stream) as soon as it has accepted.
+        s.rx_on = &s == &main_;
         update_mask(s);
     }
     std::lock_guard lk(cm_mu_);
@@ -274,6 +276,9 @@ void QueuePair::handshake_in() {
         cm_ = Cm::kEstablished;
     }
     post_event(RPMA_CONN_ESTABLISHED);
+    std::lock_guard lk(join_.mu);
+    join_.rx_on = true;
+    update_mask(join_);
 }
 
 int QueuePair::accept(Fd main, Fd join, uint32_t remote_qp,
@@ -386,15 +391,27 @@ void QueuePair::close_on_engine() {
     // is queued must not reach for the application's memory once delete returns.
     bool disc = disc_done_;
     disc_done_ = true;
+    bool settled = true;
     for (Stream *s : {&main_, &join_}) {
         std::lock_guard lk(s->mu);
-        settle_for_close(*s);
+        settled = settled && settle_for_close(*s);
+    }
+    if (!settled) {
+        // half a read answer is out and its data is gone: only a broken connection is honest
+        remove_stream(main_);
+        remove_stream(join_);
+        for (Stream *s : {&main_, &join_}) ::shutdown(s->fd.get(), SHUT_RDWR);
+        return;
+    }
+    for (Stream *s : {&main_, &join_}) {
+        std::lock_guard lk(s->mu);
         if (!disc) {
             FrameHeader h{};
             h.op = static_cast<uint8_t>(Op::kDisconnect);
             enqueue(*s, TxItem{h, nullptr, 0, nullptr, nullptr});
         }
         s->rx_on = s->key != 0;
+        s->stalled = s->backoff = false;  // from now on the peer's input is only drained
         if (flush_tx(*s) && s->txq.empty()) {
             ::shutdown(s->fd.get(), SHUT_WR);
             s->wr_shut = true;
@@ -404,7 +421,7 @@ void QueuePair::close_on_engine() {
     engine_->add_timer(deadline_, weak_from_this());
 }
 
-void QueuePair::settle_for_close(Stream &s) {
+bool QueuePair::settle_for_close(Stream &s) {
     bool answers = &s == &resp();
     uint64_t limit = UINT64_MAX;  // answers: the last request whose answer still goes out
     for (auto it = s.txq.begin(); it != s.txq.end();) {
@@ -415,11 +432,14 @@ void QueuePair::settle_for_close(Stream &s) {
                 // the partly sent frame is finished from a copy, or zeros if the region is gone
                 size_t sent = s.tx_off > kHeaderSize ? s.tx_off - kHeaderSize : 0;
                 RegionUse use(it->guard.get());
-                if (use.ok()) {
-                    std::shared_ptr<char[]> copy(new char[it->len]);
+                std::shared_ptr<char[]> copy;
+                if (use.ok()) copy.reset(new (std::nothrow) char[it->len]);
+                if (copy) {
                     std::memcpy(copy.get() + sent, it->data + sent, it->len - sent);
                     it->owned = std::move(copy);
                     it->data = it->owned.get();
+                } else if (answers) {
+                    return false;  // zeros would pass for the data of a read
                 } else {
                     it->zero_fill = true;
                     it->data = nullptr;
@@ -463,6 +483,7 @@ void QueuePair::settle_for_close(Stream &s) {
             s.txq.insert(pos, TxItem{a, nullptr, 0, nullptr, nullptr});
         }
     }
+    return true;
 }
 
 void QueuePair::linger_events(Stream &s, uint32_t events) {
@@ -945,8 +966,8 @@ void QueuePair::on_events(int fd, uint32_t events) {
     if (cm == Cm::kAwaitReply) {
         if (&s == &main_)
             handshake_in();
-        else if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-            remove_stream(s);  // the main stream reports the outcome
+        else if (events & (EPOLLHUP | EPOLLERR))
+            remove_stream(s);  // reset: the main stream reports the outcome
         return;
     }
     if (cm == Cm::kClosing) {
