@@ -168,7 +168,7 @@ static int raw_connect(void) {
 
 /* the answer on the main stream within ms: 1, or 0 if the stream closed, -1 on timeout */
 static int read_answer(struct w_conn *c, struct w_frame *f, int ms) {
-    return w_recv_exact(c->main_fd, f, sizeof(*f), ms);
+    return w_frame_recv(c->main_fd, f, ms);
 }
 
 static void expect_nak(struct w_conn *c, uint64_t seq, uint16_t status, const char *what) {
@@ -273,7 +273,9 @@ static int case_huge_lengths(void) {
     } bad[] = {
         {255, W_VERSION, W_ROLE_MAIN},
         {57, W_VERSION, W_ROLE_MAIN},
-        {0, 2, W_ROLE_MAIN},
+        {0, 0, W_ROLE_MAIN},
+        {0, W_VERSION + 1, W_ROLE_MAIN},
+        {0, W_VERSION - 1, W_ROLE_MAIN}, /* version 1: 32-byte headers, no acks */
         {0, W_VERSION, 0},
         {0, W_VERSION, 3},
         {200, W_VERSION, W_ROLE_JOIN},
@@ -283,7 +285,8 @@ static int case_huge_lengths(void) {
         struct w_hello h;
         w_hello_init(&h, bad[i].role, w_random64());
         h.pdata_len = bad[i].pdata_len;
-        h.version = bad[i].version;
+        /* relative to the version spoken (RPMA_TEST_WIRE_VERSION, see wire.h) */
+        h.version = (uint16_t)(bad[i].version - W_VERSION + w_version());
         CHECK(w_send_all(fd, &h, sizeof(h)));
         expect_closed(fd, 2000, "malformed Hello");
         close(fd);
@@ -369,7 +372,10 @@ static int case_lone_half_stream(void) {
     return 0;
 }
 
-/* frames with opcodes that are not allowed on the stream they arrive on */
+/*
+ * frames with opcodes that are not allowed on the stream they arrive on, answers to nothing, and
+ * requests acknowledging requests never sent
+ */
 static int case_bad_opcodes(void) {
     static const uint8_t on_main[] = {0,        8,  15, W_OP_ACK, W_OP_READ_RESP,
                                       W_OP_NAK, 31, 33, 64,       255};
@@ -397,6 +403,32 @@ static int case_bad_opcodes(void) {
         CHECK(w_frame_send(c.join_fd, answers[i], 0, 0, 0, 0, 7, NULL, 0));
         expect_conn_closed(&c, 3000, "an answer to nothing");
     }
+    /*
+     * Version 2: a request whose ack field acknowledges requests the server never sent (it sent
+     * none on a fresh connection). Positive control: bad_requests sends ack 0 on every request.
+     */
+    if (w_version() >= 2) {
+        static const uint64_t acks[] = {1, 2, 0x8000000000000000ull, UINT64_MAX};
+        static const uint8_t ops[] = {W_OP_WRITE, W_OP_READ, W_OP_FLUSH, W_OP_SEND};
+        for (size_t i = 0; i < sizeof(acks) / sizeof(acks[0]); i++, n++) {
+            struct w_conn c;
+            w_conn_open(&c, g_addr, g_port);
+            struct w_frame f = {.op = ops[i],
+                                .flags = W_FLAG_ACK_REQ,
+                                .length = ops[i] == W_OP_FLUSH ? 0 : 16,
+                                .rkey = c.mr.rkey,
+                                .addr = c.mr.addr + HS_LEGIT,
+                                .ack = acks[i]};
+            bool payload = ops[i] == W_OP_WRITE || ops[i] == W_OP_SEND;
+            CHECK(w_frame_send_hdr(c.main_fd, &f, "0123456789abcdef", payload ? 16 : 0));
+            struct w_frame a;
+            int r = read_answer(&c, &a, 3000);
+            if (r == 1)
+                IT_FAIL("a request acknowledging %llu requests never sent was answered (op %u)",
+                        (unsigned long long)acks[i], a.op);
+            expect_conn_closed(&c, 3000, "an acknowledgement of requests never sent");
+        }
+    }
     return n;
 }
 
@@ -413,22 +445,23 @@ static int case_truncated_frames(void) {
                             .length = sizeof(payload),
                             .rkey = c.mr.rkey,
                             .addr = c.mr.addr + HS_LEGIT};
+        size_t hl = w_header_size();
         switch (variant) {
             case 0: /* half a header */
-                CHECK(w_send_all(c.main_fd, &f, 16));
+                CHECK(w_send_all(c.main_fd, &f, hl / 2));
                 break;
             case 1: /* a whole header, half the payload: that half may land in the scratch window */
-                CHECK(w_send_all(c.main_fd, &f, 32));
+                CHECK(w_send_all(c.main_fd, &f, hl));
                 CHECK(w_send_all(c.main_fd, payload, 500));
                 break;
             case 2: /* the same, with a pause before the close */
-                CHECK(w_send_all(c.main_fd, &f, 32));
+                CHECK(w_send_all(c.main_fd, &f, hl));
                 CHECK(w_send_all(c.main_fd, payload, 10));
                 usleep(300 * 1000);
                 break;
             case 3: /* a read request cut short */
                 f.op = W_OP_READ;
-                CHECK(w_send_all(c.main_fd, &f, 31));
+                CHECK(w_send_all(c.main_fd, &f, hl - 1));
                 break;
         }
         if (variant == 1)

@@ -23,6 +23,19 @@ long long w_now_ms(void) {
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int w_version(void) {
+    static int v;
+    if (!v) {
+        const char *e = getenv("RPMA_TEST_WIRE_VERSION");
+        v = e && strcmp(e, "1") == 0 ? 1 : W_VERSION;
+    }
+    return v;
+}
+
+size_t w_header_size(void) {
+    return w_version() == 1 ? 32 : W_HEADER_SIZE;
+}
+
 void w_mr_decode(const uint8_t *d, struct w_mr *mr) {
     memset(mr, 0, sizeof(*mr));
     for (int i = 7; i >= 0; i--) mr->addr = mr->addr << 8 | d[i];
@@ -147,7 +160,7 @@ long w_wait_closed(int fd, int timeout_ms) {
 void w_hello_init(struct w_hello *h, uint8_t role, uint64_t token) {
     memset(h, 0, sizeof(*h));
     h->magic = W_MAGIC;
-    h->version = W_VERSION;
+    h->version = (uint16_t)w_version();
     h->role = role;
     h->token = token;
     h->qp_num = 0x1234;
@@ -180,15 +193,25 @@ void w_conn_close(struct w_conn *c) {
     c->main_fd = c->join_fd = -1;
 }
 
+bool w_frame_send_hdr(int fd, const struct w_frame *f, const void *payload, size_t payload_len) {
+    size_t hl = w_header_size();
+    char buf[W_HEADER_SIZE + 4096];
+    if (payload_len <= 4096) {
+        memcpy(buf, f, hl);
+        if (payload_len) memcpy(buf + hl, payload, payload_len);
+        return w_send_all(fd, buf, hl + payload_len);
+    }
+    return w_send_all(fd, f, hl) && w_send_all(fd, payload, payload_len);
+}
+
 bool w_frame_send(int fd, uint8_t op, uint8_t flags, uint32_t length, uint32_t rkey, uint64_t addr,
                   uint64_t aux, const void *payload, size_t payload_len) {
     struct w_frame f = {
         .op = op, .flags = flags, .length = length, .rkey = rkey, .addr = addr, .aux = aux};
-    char buf[32 + 4096];
-    if (payload_len <= 4096) {
-        memcpy(buf, &f, sizeof(f));
-        if (payload_len) memcpy(buf + sizeof(f), payload, payload_len);
-        return w_send_all(fd, buf, sizeof(f) + payload_len);
-    }
-    return w_send_all(fd, &f, sizeof(f)) && w_send_all(fd, payload, payload_len);
+    return w_frame_send_hdr(fd, &f, payload, payload_len);
+}
+
+int w_frame_recv(int fd, struct w_frame *f, int timeout_ms) {
+    memset(f, 0, sizeof(*f));
+    return w_recv_exact(fd, f, w_header_size(), timeout_ms);
 }

@@ -14,7 +14,8 @@
 #include <stdint.h>
 
 #define W_MAGIC 0x414d5052u /* "RPMA" little-endian */
-#define W_VERSION 1
+#define W_VERSION 2
+#define W_HEADER_SIZE 40 /* a frame header since version 2; 32 in version 1 (no ack) */
 #define W_ROLE_MAIN 1
 #define W_ROLE_JOIN 2
 #define W_REPLY_ACCEPT 1
@@ -65,6 +66,13 @@ struct w_reply {
 };
 _Static_assert(sizeof(struct w_reply) == 208, "Reply is 208 bytes");
 
+/*
+ * A frame header. ack (version 2) is, on a request (ops 1..7), the cumulative count of the
+ * receiver's requests that the sender has executed (0: none yet); the receiver applies it as an
+ * acknowledgement before the frame, and one above the number of requests it has sent is a
+ * protocol error (LOST). On answers and disconnects it is 0 and ignored. A version 1 header is
+ * the first 32 bytes.
+ */
 struct w_frame {
     uint8_t op;
     uint8_t flags;
@@ -74,8 +82,17 @@ struct w_frame {
     uint32_t rkey;
     uint64_t addr;
     uint64_t aux;
+    uint64_t ack;
 };
-_Static_assert(sizeof(struct w_frame) == 32, "a frame header is 32 bytes");
+_Static_assert(sizeof(struct w_frame) == W_HEADER_SIZE, "a frame header is 40 bytes");
+
+/*
+ * The protocol version this process speaks: W_VERSION, unless RPMA_TEST_WIRE_VERSION=1 asks for
+ * version 1 (to point a raw client at a library from before version 2; by hand only, no ctest
+ * sets it). Hellos carry it; frame headers are w_header_size() bytes long.
+ */
+int w_version(void);
+size_t w_header_size(void);
 
 /* a decoded 21-byte MR descriptor */
 struct w_mr {
@@ -119,9 +136,14 @@ struct w_conn {
 void w_conn_open(struct w_conn *c, const char *addr, const char *port);
 void w_conn_close(struct w_conn *c);
 
-/* sends one frame header plus an optional payload on fd */
+/* sends one frame header (ack 0) plus an optional payload on fd */
 bool w_frame_send(int fd, uint8_t op, uint8_t flags, uint32_t length, uint32_t rkey, uint64_t addr,
                   uint64_t aux, const void *payload, size_t payload_len);
+/* sends the header *f (w_header_size() bytes of it) plus an optional payload on fd */
+bool w_frame_send_hdr(int fd, const struct w_frame *f, const void *payload, size_t payload_len);
+/* reads one frame header within timeout_ms (fields a version 1 header lacks are 0): as recv_exact
+ */
+int w_frame_recv(int fd, struct w_frame *f, int timeout_ms);
 
 long long w_now_ms(void);
 
