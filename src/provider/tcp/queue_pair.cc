@@ -896,7 +896,7 @@ bool QueuePair::source_faulted(uint64_t seq) {
 void QueuePair::advance_locked() {
     // Reads complete only with their data, and everything after them waits (in order).
     while (!outstanding_.empty() && outstanding_.front().seq <= peer_acked_ &&
-           outstanding_.front().op != Op::kRead)
+           !outstanding_.front().awaits_data())
         complete_front(IBV_WC_SUCCESS, 0);
 }
 
@@ -1274,7 +1274,7 @@ QueuePair::Step QueuePair::completer_header(Stream &s, const FrameHeader &h) {
     uint64_t upto = op == Op::kAck ? seq : seq - 1;
     peer_acked_ = std::max(peer_acked_, upto);
     while (!outstanding_.empty() && outstanding_.front().seq <= upto) {
-        if (outstanding_.front().op == Op::kRead) {
+        if (outstanding_.front().awaits_data()) {
             RPMA_LOG_ERROR("a read was acknowledged without its data");
             s.why = "protocol error: a read acknowledged without its data";
             return Step::kFatal;
@@ -1299,7 +1299,7 @@ QueuePair::Step QueuePair::completer_header(Stream &s, const FrameHeader &h) {
         return Step::kContinue;
     }
     Outstanding &o = outstanding_.front();
-    if (o.op != Op::kRead || h.length != o.len) {
+    if (!o.awaits_data() || h.length != o.len) {
         RPMA_LOG_ERROR("read answer does not match the request");
         s.why = "protocol error: read answer does not match the request";
         return Step::kFatal;

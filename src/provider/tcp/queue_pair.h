@@ -160,6 +160,8 @@ class QueuePair final : public Handler,
         uint32_t len;
         std::shared_ptr<Region> dst_region;
         bool local_error = false;  // completes with IBV_WC_LOC_PROT_ERR in its turn
+        // a read completes with its data; one with a local error was sent as an empty write
+        bool awaits_data() const noexcept { return op == Op::kRead && !local_error; }
     };
 
     QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events);
