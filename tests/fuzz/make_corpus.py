@@ -3,7 +3,7 @@
 
 Each seed is a valid input, so the fuzzer starts from the parsers' accepting paths rather than
 having to discover the magic numbers and the fixed region address first. The layouts follow
-src/provider/tcp/wire.h and src/core/mr_descriptor.cc. Run it again after a wire-format change.
+src/provider/tcp/wire.h (protocol version 2) and src/core/mr_descriptor.cc. Run it again after a wire-format change.
 """
 import os
 import struct
@@ -25,14 +25,20 @@ PERSISTENT, ACK_REQ = 0x01, 0x80
 RESPONDER, COMPLETER, CLIENT_REPLY = b"\x00", b"\x01", b"\x02"
 
 
-def frame(op, flags=0, status=0, imm=0, length=0, rkey=0, addr=0, aux=0, payload=b""):
-    return struct.pack("<BBHIIIQQ", op, flags, status, imm, length, rkey, addr, aux) + payload
+# Protocol version 2: a 40-byte frame header; ack (the last field) is, on a request, the count of
+# the receiver's requests the sender has executed, 0 on answers and disconnects.
+VERSION = 2
 
 
-def req(op, length, off=0, flags=0, imm=0, aux=0, payload=None):
+def frame(op, flags=0, status=0, imm=0, length=0, rkey=0, addr=0, aux=0, payload=b"", ack=0):
+    return struct.pack("<BBHIIIQQQ", op, flags, status, imm, length, rkey, addr, aux,
+                       ack) + payload
+
+
+def req(op, length, off=0, flags=0, imm=0, aux=0, payload=None, ack=0):
     if payload is None and op in (WRITE, WRITE_IMM, SEND, SEND_IMM):
         payload = bytes((i * 7 + 1) & 0xFF for i in range(length))
-    return frame(op, flags, 0, imm, length, RKEY, BASE + off, aux, payload or b"")
+    return frame(op, flags, 0, imm, length, RKEY, BASE + off, aux, payload or b"", ack)
 
 
 def answer(op, seq, length=0, status=0, payload=b""):
@@ -43,7 +49,7 @@ def disc():
     return frame(DISC)
 
 
-def hello(role, token, qp_num, pdata=b"", version=1, magic=MAGIC):
+def hello(role, token, qp_num, pdata=b"", version=VERSION, magic=MAGIC):
     return struct.pack("<IHBBQII", magic, version, role, len(pdata), token, qp_num, 0) + pdata.ljust(
         56, b"\0")
 
@@ -74,6 +80,8 @@ def seeds():
     f["resp_send_long"] = RESPONDER + req(SEND, 1500, 0, ACK_REQ) + disc()  # > 1 KiB buffer
     f["resp_bad_rkey"] = RESPONDER + frame(WRITE, ACK_REQ, 0, 0, 8, RKEY + 1, BASE, 0,
                                            b"\1" * 8) + disc()
+    # the responder's side has sent no requests: acknowledging one is a protocol error
+    f["resp_ack_unsent"] = RESPONDER + req(WRITE, 16, 0, ACK_REQ, ack=1) + disc()
     f["resp_mix"] = RESPONDER + b"".join([
         req(WRITE, 100, 0), req(WRITE, 100, 100), req(READ, 200, 0),
         req(ATOMIC, 8, 1024, aux=42), req(SEND, 10, 0), req(WRITE_IMM, 4, 2048, imm=1),
