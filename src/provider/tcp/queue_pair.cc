@@ -999,6 +999,21 @@ void QueuePair::on_events(int fd, uint32_t events) {
     }
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         if (s.stalled && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+            // The stalled request hides what follows it. A Disconnect on the other stream and
+            // an orderly end of this one mean the peer closed in order (it deleted the
+            // connection while its send waited for a receive).
+            Stream &other = &s == &main_ ? join_ : main_;
+            if (!other.disc_rx) read_stream_locked(other);
+            if (other.disc_rx && !(events & EPOLLERR)) {
+                s.disc_rx = true;
+                {
+                    std::lock_guard lk(s.mu);
+                    s.rx_on = false;
+                    update_mask(s);
+                }
+                maybe_closed();
+                return;
+            }
             lost("the peer went away while its send waited for a receive");
             return;
         }

@@ -134,7 +134,7 @@ class QueuePair final : public Handler,
         bool failed = false;        // payload target vanished: discard and fail the operation
         bool stalled = false;       // a request waits: a receive, the peer's answer or our answers
         const char *why = nullptr;  // what ended the stream, for the log
-        bool disc_rx = false;
+        std::atomic<bool> disc_rx{false};  // the peer's Disconnect came on this stream
         bool connected = false;
         // tx: under mu
         std::mutex mu;

@@ -33,7 +33,9 @@
 #define WR_SEND 0x5e
 #define WR_RECV 0x7e
 
-enum scenario { DISC_DELETE, DELETE_ONLY, SIMULTANEOUS };
+/* RNR_DELETE: the client sends with no receive posted (the server's responder waits for one),
+ * then disconnects and deletes */
+enum scenario { DISC_DELETE, DELETE_ONLY, SIMULTANEOUS, RNR_DELETE };
 
 struct plan {
     enum scenario what;
@@ -61,7 +63,7 @@ static void spin_until(int64_t at_ns) {
 
 /* the abrupt end: disconnect (unless delete only) and delete at once */
 static void end_abruptly(struct rpma_conn **conn, const struct plan *p, int round) {
-    if (p->what == DISC_DELETE) {
+    if (p->what == DISC_DELETE || p->what == RNR_DELETE) {
         int ret = rpma_conn_disconnect(*conn);
         if (ret != 0)
             IT_FAIL("%s round %d: rpma_conn_disconnect returned %d (%s)", p->name, round, ret,
@@ -111,7 +113,10 @@ static void expect_closed(struct rpma_conn **conn, const struct plan *p, int rou
                     ? "both sides disconnected at the same moment"
                     : (p->what == DISC_DELETE
                            ? "the peer called rpma_conn_disconnect and rpma_conn_delete and lives"
-                           : "the peer called rpma_conn_delete and lives"));
+                           : (p->what == RNR_DELETE
+                                  ? "the peer disconnected and deleted while its send waited "
+                                    "for a receive"
+                                  : "the peer called rpma_conn_delete and lives")));
     CHECK_OK(rpma_conn_disconnect(*conn));
     CHECK_OK(rpma_conn_delete(conn));
     CHECK(*conn == NULL);
@@ -174,7 +179,7 @@ static void client(const struct it_args *a, const struct plan *p) {
     struct rpma_peer *peer = it_peer_new(a->addr, false);
     char *rbuf = it_alloc(MSG);
     struct rpma_mr_local *rmr = NULL;
-    CHECK_OK(rpma_mr_reg(peer, rbuf, MSG, RPMA_MR_USAGE_RECV, &rmr));
+    CHECK_OK(rpma_mr_reg(peer, rbuf, MSG, RPMA_MR_USAGE_RECV | RPMA_MR_USAGE_SEND, &rmr));
     long long t0 = it_now_ms();
 
     for (int r = 0; r < p->rounds; r++) {
@@ -198,6 +203,11 @@ static void client(const struct it_args *a, const struct plan *p) {
                     rpma_utils_conn_event_2str(ev), (int)ev);
             CHECK_OK(rpma_conn_delete(&conn));
         } else if (!p->server_ends) {
+            if (p->what == RNR_DELETE) {
+                /* the server posts no receive: its responder waits with this send */
+                CHECK_OK(rpma_send(conn, rmr, 0, MSG, RPMA_F_COMPLETION_ON_ERROR, NULL));
+                usleep(10000);
+            }
             end_abruptly(&conn, p, r);
         } else {
             expect_closed(&conn, p, r, "client");
@@ -236,6 +246,8 @@ int main(int argc, char *argv[]) {
         p.what = DELETE_ONLY;
     } else if (strcmp(p.name, "simultaneous") == 0) {
         p.what = SIMULTANEOUS;
+    } else if (strcmp(p.name, "rnr_delete_client") == 0) {
+        p.what = RNR_DELETE;
     } else {
         IT_FAIL("unknown scenario %s", p.name);
     }
