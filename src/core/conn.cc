@@ -22,6 +22,7 @@ int ConnResources::create(Peer *peer, const ConnCfg &cfg, std::unique_ptr<ConnRe
     if (!engine) return RPMA_E_PROVIDER;
     auto r = std::make_unique<ConnResources>();
     r->srq = srq;
+    if (srq) srq->ref();  // released by ~ConnResources, on every path
     r->shared = cfg.shared_channel();
     r->channel = std::make_unique<ComplChannel>();
     r->events = std::make_unique<FdQueue<rpma_conn_event>>();
@@ -55,6 +56,7 @@ ConnResources::~ConnResources() {
     if (cq) cq->set_driver(nullptr);
     if (qp) qp->close();
     qp.reset();
+    if (srq) srq->unref();  // the queue pair no longer takes receives from it
     if (peer) peer->unref();
 }
 

@@ -1,6 +1,7 @@
 // A shared receive queue (rpma_srq): receives posted once, consumed by any connection using it.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "core/compl_channel.h"
@@ -22,12 +23,19 @@ class Srq {
     Cq *rcq() const noexcept { return rcq_.get(); }
     Peer *peer() const noexcept { return peer_; }
 
+    // Connections (and connection requests) built with this SRQ; while there are any it cannot
+    // be deleted, as ibv_destroy_srq fails with EBUSY.
+    void ref() noexcept { users_.fetch_add(1); }
+    void unref() noexcept { users_.fetch_sub(1); }
+    int users() const noexcept { return users_.load(); }
+
   private:
     Srq(Peer *peer, uint32_t rq_size) : peer_(peer), rq_(rq_size) {}
     Peer *peer_;
     RecvQueue rq_;
     std::unique_ptr<ComplChannel> channel_;
     std::unique_ptr<Cq> rcq_;
+    std::atomic<int> users_{0};
 };
 
 // Builds the receive described by (dst, offset, len) after checking it fits the region.

@@ -58,8 +58,7 @@ static void expect_refused(struct rpma_peer *peer, void *ptr, size_t size, int u
     printf("refused %-40s usage 0x%03x: %s\n", what, usage, last_log);
 }
 
-static void expect_ok(struct rpma_peer *peer, void *ptr, size_t size, int usage,
-                      const char *what) {
+static void expect_ok(struct rpma_peer *peer, void *ptr, size_t size, int usage, const char *what) {
     struct rpma_mr_local *mr = NULL;
     int ret = rpma_mr_reg(peer, ptr, size, usage, &mr);
     if (ret != 0)
@@ -84,9 +83,7 @@ int main(int argc, char *argv[]) {
 
     const int writing[] = {RPMA_MR_USAGE_READ_DST, RPMA_MR_USAGE_WRITE_DST, RPMA_MR_USAGE_RECV,
                            RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_DST};
-    const int reading[] = {RPMA_MR_USAGE_READ_SRC,
-                           RPMA_MR_USAGE_WRITE_SRC,
-                           RPMA_MR_USAGE_SEND,
+    const int reading[] = {RPMA_MR_USAGE_READ_SRC, RPMA_MR_USAGE_WRITE_SRC, RPMA_MR_USAGE_SEND,
                            RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY,
                            RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_SEND |
                                RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
@@ -109,7 +106,8 @@ int main(int argc, char *argv[]) {
     /* a hole in the middle: each side alone is fine */
     char *holed = map(3, PROT_READ | PROT_WRITE);
     CHECK(munmap(holed + page, page) == 0);
-    expect_refused(peer, holed, 3 * page, RPMA_MR_USAGE_READ_SRC, "not mapped", "range with a hole");
+    expect_refused(peer, holed, 3 * page, RPMA_MR_USAGE_READ_SRC, "not mapped",
+                   "range with a hole");
     expect_refused(peer, holed + page - 8, 16, all, "not mapped", "range into a hole");
     expect_ok(peer, holed, page, all, "the part before the hole");
     expect_ok(peer, holed + 2 * page, page, all, "the part after the hole");
@@ -129,8 +127,8 @@ int main(int argc, char *argv[]) {
 
     /* adjacent mappings merge: rw | rw (a separate mapping) | ro */
     char *adj = map(3, PROT_READ | PROT_WRITE);
-    CHECK(mmap(adj + page, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED,
-               -1, 0) == adj + page);
+    CHECK(mmap(adj + page, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1,
+               0) == adj + page);
     CHECK(mprotect(adj + 2 * page, page, PROT_READ) == 0);
     expect_ok(peer, adj, 2 * page, all, "two adjacent writable mappings");
     expect_ok(peer, adj, 3 * page, RPMA_MR_USAGE_READ_SRC, "writable then read-only");
