@@ -78,12 +78,15 @@ RPMA_EXPORT int rpma_conn_wait(struct rpma_conn *conn, int flags, struct rpma_cq
 
 RPMA_EXPORT int rpma_conn_disconnect(struct rpma_conn *conn) {
     if (!conn) return RPMA_E_INVAL;
+    if (int ret = C(conn)->peer()->check_process("the connection")) return ret;
     return api::guarded([&] { return C(conn)->disconnect(); });
 }
 
 RPMA_EXPORT int rpma_conn_delete(struct rpma_conn **conn_ptr) {
     if (!conn_ptr) return RPMA_E_INVAL;
     if (!*conn_ptr) return 0;
+    // in a forked child the parent's connection is left alone, *conn_ptr included
+    if (int ret = C(*conn_ptr)->peer()->check_process("the connection")) return ret;
     int ret = api::guarded([&] {
         delete C(*conn_ptr);
         return 0;

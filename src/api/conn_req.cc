@@ -22,6 +22,9 @@ RPMA_EXPORT int rpma_conn_req_new(struct rpma_peer *peer, const char *addr, cons
 RPMA_EXPORT int rpma_conn_req_delete(struct rpma_conn_req **req_ptr) {
     if (!req_ptr) return RPMA_E_INVAL;
     if (!*req_ptr) return 0;
+    // an incoming request's delete rejects it on a socket the parent shares
+    if (int ret = api::obj<ConnReq>(*req_ptr)->peer()->check_process("the connection request"))
+        return ret;
     int ret = api::guarded([&] {
         delete api::obj<ConnReq>(*req_ptr);
         return 0;
@@ -35,6 +38,8 @@ RPMA_EXPORT int rpma_conn_req_connect(struct rpma_conn_req **req_ptr,
                                       struct rpma_conn **conn_ptr) {
     if (!req_ptr || !*req_ptr) return RPMA_E_INVAL;
     ConnReq *req = api::obj<ConnReq>(*req_ptr);
+    // not consumed in a forked child: deleting it would reject it on the parent's socket
+    if (int ret = req->peer()->check_process("the connection request")) return ret;
     *req_ptr = nullptr;  // consumed whatever happens
     int ret;
     if (!conn_ptr || (pdata && (!pdata->ptr || pdata->len == 0))) {

@@ -21,6 +21,7 @@ RPMA_EXPORT int rpma_ep_listen(struct rpma_peer *peer, const char *addr, const c
 RPMA_EXPORT int rpma_ep_shutdown(struct rpma_ep **ep_ptr) {
     if (!ep_ptr) return RPMA_E_INVAL;
     if (!*ep_ptr) return 0;
+    if (int ret = api::obj<Ep>(*ep_ptr)->peer()->check_process("the endpoint")) return ret;
     int ret = api::guarded([&] {
         delete api::obj<Ep>(*ep_ptr);
         return 0;
@@ -38,6 +39,7 @@ RPMA_EXPORT int rpma_ep_get_fd(const struct rpma_ep *ep, int *fd) {
 RPMA_EXPORT int rpma_ep_next_conn_req(struct rpma_ep *ep, const struct rpma_conn_cfg *cfg,
                                       struct rpma_conn_req **req_ptr) {
     if (!ep || !req_ptr) return RPMA_E_INVAL;
+    if (int ret = api::obj<Ep>(ep)->peer()->check_process("the endpoint")) return ret;
     return api::guarded([&] {
         const ConnCfg &c = cfg ? *api::obj<ConnCfg>(cfg) : ConnCfg::defaults();
         ConnReq *req = nullptr;

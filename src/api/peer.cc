@@ -24,6 +24,7 @@ RPMA_EXPORT int rpma_peer_delete(struct rpma_peer **peer_ptr) {
     if (!peer_ptr) return RPMA_E_INVAL;
     if (!*peer_ptr) return 0;
     auto *p = api::obj<Peer>(*peer_ptr);
+    if (int ret = p->check_process("the peer")) return ret;  // its engine thread is the parent's
     if (p->users() > 0) {
         RPMA_LOG_ERROR("the peer is still used by %d registrations, endpoints or connections",
                        p->users());

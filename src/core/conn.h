@@ -39,6 +39,7 @@ class Conn {
   public:
     explicit Conn(std::unique_ptr<ConnResources> r) noexcept : r_(std::move(r)) {}
 
+    Peer *peer() const noexcept { return r_->peer; }
     int event_fd() const noexcept { return r_->events->fd(); }
     int next_event(rpma_conn_event *ev);
     void private_data(rpma_conn_private_data *pd) const;

@@ -25,6 +25,7 @@ class ConnReq {
     int connect(const rpma_conn_private_data *pdata, Conn **out);
     int recv(MrLocal *dst, size_t offset, size_t len, uint64_t wr_id);
     void private_data(rpma_conn_private_data *pd) const;
+    Peer *peer() const noexcept { return r_->peer; }
 
   private:
     ConnReq() = default;

@@ -15,6 +15,7 @@ class Ep {
   public:
     static int listen(Peer *peer, const char *addr, const char *port, Ep **out);
     ~Ep();
+    Peer *peer() const noexcept { return peer_; }
     int fd() noexcept { return l_->requests().fd(); }
     int next_conn_req(const ConnCfg &cfg, ConnReq **out);
 

@@ -21,8 +21,12 @@ class Peer {
 
     Device *device() const noexcept { return dev_; }
     MrTable &mrs() noexcept { return mrs_; }
-    // The progress engine, started on first use; nullptr if it cannot start.
+    // The progress engine, started on first use; nullptr if it cannot start, or if it was
+    // started by the parent of this forked process.
     tcp::Engine *engine();
+    // 0 if this process may use the peer's endpoints, requests and connections; in a forked
+    // child once the parent started the engine: RPMA_E_PROVIDER, logged with `what`.
+    int check_process(const char *what) const noexcept;
 
     // Objects that depend on the peer (regions, endpoints, requests, connections, SRQs).
     void ref() noexcept { users_.fetch_add(1); }
@@ -35,6 +39,7 @@ class Peer {
     std::atomic<int> users_{0};
     std::mutex mu_;
     std::unique_ptr<tcp::Engine> engine_;
+    std::atomic<tcp::Engine *> started_{nullptr};  // engine_, readable without mu_ (fork)
 };
 
 }  // namespace rpma

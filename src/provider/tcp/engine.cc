@@ -1,9 +1,12 @@
 #include "provider/tcp/engine.h"
 
+#include <pthread.h>
 #include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <condition_variable>
+#include <exception>
 
 #include "core/log.h"
 
@@ -11,10 +14,18 @@ namespace rpma::tcp {
 
 namespace {
 constexpr uint64_t kWakeKey = 0;
-}
+
+// This process's id. getpid() is a system call and foreign() is asked on every post, so the id
+// is cached and refreshed in a child by the fork handler.
+std::atomic<pid_t> g_pid{::getpid()};
+[[maybe_unused]] const int g_atfork =
+    ::pthread_atfork(nullptr, nullptr, [] { g_pid.store(::getpid(), std::memory_order_relaxed); });
+}  // namespace
 
 Engine::Engine()
-    : epfd_(::epoll_create1(EPOLL_CLOEXEC)), wakefd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+    : epfd_(::epoll_create1(EPOLL_CLOEXEC)),
+      wakefd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      owner_(::getpid()) {
     if (!epfd_.valid() || !wakefd_.valid()) {
         RPMA_LOG_ERROR("cannot create the progress engine's epoll or eventfd: %m");
         return;
@@ -26,16 +37,32 @@ Engine::Engine()
         RPMA_LOG_ERROR("epoll_ctl: %m");
         return;
     }
-    thread_ = std::thread([this] { loop(); });
+    thread_ = std::make_unique<std::thread>([this] { loop(); });
     ok_ = true;
 }
 
 Engine::~Engine() {
-    if (thread_.joinable()) {
-        stop_ = true;
-        wake();
-        thread_.join();
+    if (!thread_) return;
+    if (foreign()) {
+        // The thread lives in the parent only: its handle means nothing here, and destroying
+        // a joinable std::thread would end the process.
+        (void)thread_.release();
+        return;
     }
+    stop_ = true;
+    wake();
+    thread_->join();
+}
+
+bool Engine::foreign() const noexcept {
+    return g_pid.load(std::memory_order_relaxed) != owner_;
+}
+
+bool Engine::refuse_foreign(const char *what) const noexcept {
+    if (!foreign()) return false;
+    RPMA_LOG_WARNING("progress engine of process %d: %s skipped in process %d (a forked child)",
+                     static_cast<int>(owner_), what, static_cast<int>(::getpid()));
+    return true;
 }
 
 void Engine::wake() noexcept {
@@ -45,6 +72,7 @@ void Engine::wake() noexcept {
 }
 
 void Engine::post(std::function<void()> fn) {
+    if (refuse_foreign("post")) return;
     {
         std::lock_guard lk(mu_);
         commands_.push_back(std::move(fn));
@@ -57,20 +85,28 @@ void Engine::run_sync(std::function<void()> fn) {
         fn();
         return;
     }
+    if (refuse_foreign("run_sync")) return;
     std::mutex m;
     std::condition_variable cv;
     bool done = false;
+    std::exception_ptr err;
     post([&] {
-        fn();
+        try {
+            fn();
+        } catch (...) {
+            err = std::current_exception();  // the caller's to handle; the waiter is released
+        }
         std::lock_guard lk(m);
         done = true;
         cv.notify_one();
     });
     std::unique_lock lk(m);
     cv.wait(lk, [&] { return done; });
+    if (err) std::rethrow_exception(err);
 }
 
 uint64_t Engine::add(int fd, uint32_t events, std::shared_ptr<Handler> h) {
+    if (refuse_foreign("add")) return 0;
     uint64_t key = next_key_++;
     run_sync([&] {
         epoll_event ev{};
@@ -87,6 +123,7 @@ uint64_t Engine::add(int fd, uint32_t events, std::shared_ptr<Handler> h) {
 }
 
 void Engine::modify(int fd, uint64_t key, uint32_t events) noexcept {
+    if (refuse_foreign("modify")) return;  // the epoll set is the parent's too
     epoll_event ev{};
     ev.events = events;
     ev.data.u64 = key;
@@ -95,7 +132,7 @@ void Engine::modify(int fd, uint64_t key, uint32_t events) noexcept {
 }
 
 void Engine::remove(uint64_t key) {
-    if (key == 0) return;
+    if (key == 0 || refuse_foreign("remove")) return;
     // Dropping the handler on the engine thread would run its destructor there; hand it back.
     std::shared_ptr<Handler> keep;
     run_sync([&] {
@@ -108,6 +145,7 @@ void Engine::remove(uint64_t key) {
 }
 
 void Engine::add_timer(Clock::time_point t, std::weak_ptr<Handler> h) {
+    if (refuse_foreign("add_timer")) return;
     post([this, t, h = std::move(h)] { timers_.emplace(t, h); });
 }
 
@@ -117,7 +155,7 @@ void Engine::run_commands() {
         std::lock_guard lk(mu_);
         cmds.swap(commands_);
     }
-    for (auto &c : cmds) c();
+    for (auto &c : cmds) guarded(nullptr, c);
 }
 
 int Engine::next_timeout_ms() {
@@ -132,7 +170,29 @@ void Engine::fire_timers() {
     while (!timers_.empty() && timers_.begin()->first <= now) {
         auto h = timers_.begin()->second.lock();
         timers_.erase(timers_.begin());
-        if (h) h->on_timer();
+        if (h) guarded(h.get(), [&] { h->on_timer(); });
+    }
+}
+
+template <class F>
+void Engine::guarded(Handler *h, F &&f) noexcept {
+    // An allocation failure on this thread must not end the process: the handler that failed
+    // deals with it, everyone else is served on.
+    const char *why;
+    try {
+        f();
+        return;
+    } catch (const std::bad_alloc &) {
+        why = "out of memory on the progress thread";
+    } catch (const std::exception &) {
+        why = "internal error on the progress thread";
+    }
+    RPMA_LOG_ERROR("%s", why);
+    if (!h) return;
+    try {
+        h->on_failure(why);
+    } catch (const std::exception &) {
+        RPMA_LOG_ERROR("handling the failure failed too");
     }
 }
 
@@ -156,7 +216,8 @@ void Engine::loop() {
             auto it = entries_.find(key);
             if (it == entries_.end()) continue;  // removed earlier in this batch
             auto h = it->second.handler;         // keeps it alive through the call
-            h->on_events(it->second.fd, evs[i].events);
+            int fd = it->second.fd;
+            guarded(h.get(), [&] { h->on_events(fd, evs[i].events); });
         }
         run_commands();
         fire_timers();

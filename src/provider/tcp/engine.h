@@ -4,6 +4,7 @@
 #pragma once
 
 #include <sys/epoll.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
@@ -28,6 +29,9 @@ class Handler {
     virtual ~Handler() = default;
     virtual void on_events(int fd, uint32_t events) = 0;
     virtual void on_timer() {}
+    // on_events or on_timer threw (out of memory): the handler's state may be half updated.
+    // The engine goes on serving everyone else.
+    virtual void on_failure(const char * /*why*/) {}
 };
 
 class Engine {
@@ -38,6 +42,14 @@ class Engine {
     Engine &operator=(const Engine &) = delete;
 
     bool ok() const noexcept { return ok_; }
+    // True in a forked child: the engine thread exists only in the process that created the
+    // engine (owner()), so nothing here may wait for it or touch its epoll set, which the
+    // child shares with that process. Cheap enough for the data path.
+    bool foreign() const noexcept;
+    pid_t owner() const noexcept { return owner_; }
+
+    // In a forked child (foreign()) the calls below do nothing and wait for nothing: add
+    // returns 0, run_sync returns without running fn.
 
     // Registers fd for events; returns the key for modify(). Any thread.
     uint64_t add(int fd, uint32_t events, std::shared_ptr<Handler> h);
@@ -47,10 +59,13 @@ class Engine {
     void remove(uint64_t key);
     // Calls h->on_timer() on the engine thread at or after t.
     void add_timer(Clock::time_point t, std::weak_ptr<Handler> h);
-    // Runs fn on the engine thread: async, or sync (returns after fn ran).
+    // Runs fn on the engine thread: async, or sync (returns after fn ran; what fn throws is
+    // thrown here).
     void post(std::function<void()> fn);
     void run_sync(std::function<void()> fn);
-    bool in_loop() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
+    bool in_loop() const noexcept {
+        return thread_ && std::this_thread::get_id() == thread_->get_id();
+    }
 
   private:
     struct Entry {
@@ -62,12 +77,17 @@ class Engine {
     void run_commands();
     int next_timeout_ms();
     void fire_timers();
+    // Runs a callback; an exception from it is logged and reported to h (if any).
+    template <class F>
+    void guarded(Handler *h, F &&f) noexcept;
+    bool refuse_foreign(const char *what) const noexcept;
 
     Fd epfd_;
     Fd wakefd_;
     bool ok_ = false;
+    const pid_t owner_;
     std::atomic<bool> stop_{false};
-    std::thread thread_;
+    std::unique_ptr<std::thread> thread_;  // leaked, not joined, in a forked child
 
     std::mutex mu_;  // guards commands_
     std::vector<std::function<void()>> commands_;

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fork.c -- a forked child cannot use or delete its parent's endpoints, requests, connections or
+ * peers: each such call returns RPMA_E_PROVIDER at once (the old library waited forever for an
+ * engine thread that does not exist in the child) and leaves the object alone, so the parent's
+ * connection keeps working. The child may register memory and make connections of its own.
+ *
+ * Two cases, named by the last argument:
+ * - server_child: the server takes the client's first request and forks; the child tries
+ *   rpma_conn_req_connect, rpma_conn_req_delete, rpma_ep_next_conn_req, rpma_ep_shutdown,
+ *   rpma_ep_listen and rpma_peer_delete on what it inherited. Then the parent accepts the
+ *   request and the client does a write + read round trip.
+ * - client_child: the client connects and forks; the child tries rpma_conn_delete (within 1 s),
+ *   rpma_conn_disconnect, rpma_conn_req_new and rpma_peer_delete, registers memory on the
+ *   inherited peer, then connects with a peer of its own and does a round trip. Then the parent
+ *   does a round trip on its connection and disconnects (CLOSED).
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define REGION 8192
+#define SLICE 4096 /* the parent's slice at 0, the child's at SLICE */
+#define LEN 1024
+#define FAST_MS 1000 /* a refused call in the child returns within this */
+
+/* a refused call: RPMA_E_PROVIDER within FAST_MS */
+#define CHECK_REFUSED(call)                                                                \
+    do {                                                                                   \
+        long long t0_ = it_now_ms();                                                       \
+        CHECK_ERR(call, RPMA_E_PROVIDER);                                                  \
+        long long dt_ = it_now_ms() - t0_;                                                 \
+        if (dt_ > FAST_MS) IT_FAIL("%s took %lld ms in the child", #call, dt_);            \
+        printf("child %d: %s -> RPMA_E_PROVIDER in %lld ms\n", (int)getpid(), #call, dt_); \
+    } while (0)
+
+/* waits up to 15 s for the child, which must exit 0 */
+static void wait_child(pid_t pid) {
+    long long deadline = it_now_ms() + 15000;
+    int st = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) break;
+        CHECK(r == 0);
+        if (it_now_ms() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            IT_FAIL("the forked child did not finish within 15 s");
+        }
+        usleep(10000);
+    }
+    if (WIFSIGNALED(st))
+        IT_FAIL("the forked child died of signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) IT_FAIL("the forked child failed");
+}
+
+/* a child that hangs is ended by this, which its parent reports */
+static pid_t fork_child(void) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) alarm(5);
+    return pid;
+}
+
+static bool server_child, client_child;
+
+static void server(const struct it_args *a) {
+    struct rpma_peer *peer = it_peer_new(a->addr, true);
+    char *buf = it_alloc(REGION);
+    struct rpma_mr_local *mr = NULL;
+    CHECK_OK(rpma_mr_reg(peer, buf, REGION, RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_SRC, &mr));
+    char desc[IT_MR_DESC_SIZE];
+    CHECK_OK(rpma_mr_get_descriptor(mr, desc));
+    struct rpma_ep *ep = NULL;
+    CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
+    it_ready();
+
+    struct rpma_conn_req *req = it_next_req(ep, NULL);
+    pid_t pid = server_child ? fork_child() : -1;
+    if (pid == 0) {
+        struct rpma_conn_req *kept = req;
+        struct rpma_conn *c = NULL;
+        CHECK_REFUSED(rpma_conn_req_connect(&req, NULL, &c));
+        CHECK(req == kept && c == NULL);
+        CHECK_REFUSED(rpma_conn_req_delete(&req));
+        CHECK(req == kept);
+        struct rpma_conn_req *other = NULL;
+        CHECK_REFUSED(rpma_ep_next_conn_req(ep, NULL, &other));
+        struct rpma_ep *kept_ep = ep;
+        CHECK_REFUSED(rpma_ep_shutdown(&ep));
+        CHECK(ep == kept_ep);
+        struct rpma_ep *ep2 = NULL;
+        CHECK_REFUSED(rpma_ep_listen(peer, a->addr, "0", &ep2));
+        struct rpma_peer *kept_peer = peer;
+        CHECK_REFUSED(rpma_peer_delete(&peer));
+        CHECK(peer == kept_peer);
+        exit(0);
+    }
+    if (pid > 0) wait_child(pid);
+
+    struct rpma_conn *conn = it_accept(&req, desc, sizeof(desc)); /* the client */
+    if (client_child) {
+        struct rpma_conn_req *req2 = it_next_req(ep, NULL); /* its child */
+        struct rpma_conn *conn2 = it_accept(&req2, desc, sizeof(desc));
+        it_disconnect_passive(&conn2, false);
+    }
+    it_disconnect_passive(&conn, false);
+    CHECK_OK(rpma_ep_shutdown(&ep));
+    CHECK_OK(rpma_mr_dereg(&mr));
+    CHECK_OK(rpma_peer_delete(&peer));
+    free(buf);
+}
+
+/* writes a pattern to the server's slice at off, reads it back and compares */
+static void round_trip(struct rpma_conn *conn, struct rpma_mr_local *mr, char *buf, size_t off,
+                       uint64_t seed) {
+    struct rpma_mr_remote *rmr = it_remote_mr(conn, 0);
+    struct rpma_cq *cq = NULL;
+    CHECK_OK(rpma_conn_get_cq(conn, &cq));
+    it_fill(buf, LEN, seed);
+    memset(buf + LEN, 0, LEN);
+    CHECK_OK(rpma_write(conn, rmr, off, mr, 0, LEN, RPMA_F_COMPLETION_ALWAYS, (void *)1));
+    it_cq_expect(cq, IBV_WC_RDMA_WRITE, (void *)1);
+    CHECK_OK(rpma_read(conn, mr, LEN, rmr, off, LEN, RPMA_F_COMPLETION_ALWAYS, (void *)2));
+    it_cq_expect(cq, IBV_WC_RDMA_READ, (void *)2);
+    long bad = it_verify(buf + LEN, LEN, seed);
+    if (bad >= 0) IT_FAIL("read back differs at byte %ld", bad);
+    CHECK_OK(rpma_mr_remote_delete(&rmr));
+}
+
+static void in_child(const struct it_args *a, struct rpma_peer *peer, struct rpma_conn *conn) {
+    struct rpma_conn *kept = conn;
+    CHECK_REFUSED(rpma_conn_delete(&conn));
+    CHECK(conn == kept);
+    CHECK_REFUSED(rpma_conn_disconnect(conn));
+    struct rpma_conn_req *req = NULL;
+    CHECK_REFUSED(rpma_conn_req_new(peer, a->addr, a->port, NULL, &req));
+    struct rpma_peer *kept_peer = peer;
+    CHECK_REFUSED(rpma_peer_delete(&peer));
+    CHECK(peer == kept_peer);
+
+    /* memory registration needs no engine: it works on the inherited peer */
+    char *mine = it_alloc(2 * LEN);
+    struct rpma_mr_local *mr = NULL;
+    CHECK_OK(rpma_mr_reg(peer, mine, 2 * LEN, RPMA_MR_USAGE_WRITE_SRC, &mr));
+    CHECK_OK(rpma_mr_dereg(&mr));
+
+    /* a peer and a connection of its own */
+    struct rpma_peer *own = it_peer_new(a->addr, false);
+    CHECK_OK(
+        rpma_mr_reg(own, mine, 2 * LEN, RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST, &mr));
+    struct rpma_conn *c = it_connect(own, a->addr, a->port, NULL, NULL, 0);
+    round_trip(c, mr, mine, SLICE, 0xc41d);
+    it_disconnect_active(&c);
+    CHECK_OK(rpma_mr_dereg(&mr));
+    CHECK_OK(rpma_peer_delete(&own));
+    free(mine);
+    printf("child %d: its own connection did a verified write + read\n", (int)getpid());
+    exit(0);
+}
+
+static void client(const struct it_args *a) {
+    struct rpma_peer *peer = it_peer_new(a->addr, false);
+    char *buf = it_alloc(2 * LEN);
+    struct rpma_mr_local *mr = NULL;
+    CHECK_OK(
+        rpma_mr_reg(peer, buf, 2 * LEN, RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST, &mr));
+    struct rpma_conn *conn = it_connect(peer, a->addr, a->port, NULL, NULL, 0);
+
+    if (client_child) {
+        pid_t pid = fork_child();
+        if (pid == 0) in_child(a, peer, conn);
+        wait_child(pid);
+    }
+
+    round_trip(conn, mr, buf, 0, 0xfa7e);
+    printf("parent: its connection still did a verified write + read\n");
+    it_disconnect_active(&conn);
+    CHECK_OK(rpma_mr_dereg(&mr));
+    CHECK_OK(rpma_peer_delete(&peer));
+    free(buf);
+}
+
+int main(int argc, char *argv[]) {
+    struct it_args a;
+    it_init(argc, argv, &a);
+    alarm(20);
+    if (a.argc != 1) IT_FAIL("the last argument is server_child or client_child");
+    server_child = strcmp(a.argv[0], "server_child") == 0;
+    client_child = strcmp(a.argv[0], "client_child") == 0;
+    CHECK(server_child || client_child);
+    if (a.server)
+        server(&a);
+    else
+        client(&a);
+    printf("fork %s: passed\n", a.server ? "server" : "client");
+    return 0;
+}

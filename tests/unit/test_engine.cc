@@ -1,0 +1,144 @@
+// The progress engine: a handler that throws does not end the process or the loop, and in a
+// forked child nothing waits for the parent's engine thread.
+#include <gtest/gtest.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <new>
+#include <stdexcept>
+#include <thread>
+
+#include "provider/tcp/engine.h"
+
+using namespace rpma;
+using namespace std::chrono_literals;
+using rpma::tcp::Engine;
+
+namespace {
+
+// Reads its eventfd when it fires; throws bad_alloc on the first event or timer if asked.
+class Probe : public tcp::Handler {
+  public:
+    explicit Probe(bool throw_once) : fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+        throw_ = throw_once;
+    }
+    void on_events(int, uint32_t) override {
+        uint64_t v;
+        ssize_t r = ::read(fd.get(), &v, sizeof(v));
+        (void)r;
+        maybe_throw();
+        events++;
+    }
+    void on_timer() override {
+        maybe_throw();
+        timers++;
+    }
+    void on_failure(const char *why) override {
+        failures++;
+        last_why = why;
+    }
+    void kick() {
+        uint64_t one = 1;
+        ASSERT_EQ(::write(fd.get(), &one, sizeof(one)), 8);
+    }
+
+    Fd fd;
+    std::atomic<int> events{0}, timers{0}, failures{0};
+    std::atomic<const char *> last_why{nullptr};
+
+  private:
+    void maybe_throw() {
+        if (throw_.exchange(false)) throw std::bad_alloc();
+    }
+    std::atomic<bool> throw_{false};
+};
+
+bool eventually(const std::function<bool()> &cond) {
+    for (int i = 0; i < 500; ++i) {
+        if (cond()) return true;
+        std::this_thread::sleep_for(2ms);
+    }
+    return cond();
+}
+
+}  // namespace
+
+TEST(Engine, HandlerThatThrowsIsToldAndLoopGoesOn) {
+    Engine e;
+    ASSERT_TRUE(e.ok());
+    EXPECT_FALSE(e.foreign());
+    auto bad = std::make_shared<Probe>(true), good = std::make_shared<Probe>(false);
+    uint64_t kb = e.add(bad->fd.get(), EPOLLIN, bad), kg = e.add(good->fd.get(), EPOLLIN, good);
+    ASSERT_NE(kb, 0u);
+    ASSERT_NE(kg, 0u);
+    bad->kick();
+    ASSERT_TRUE(eventually([&] { return bad->failures == 1; }));
+    EXPECT_STREQ(bad->last_why.load(), "out of memory on the progress thread");
+    EXPECT_EQ(bad->events, 0);
+    // the loop still serves both
+    good->kick();
+    bad->kick();
+    EXPECT_TRUE(eventually([&] { return good->events == 1 && bad->events == 1; }));
+    EXPECT_EQ(good->failures, 0);
+    e.remove(kb);
+    e.remove(kg);
+}
+
+TEST(Engine, TimerThatThrowsIsToldAndLoopGoesOn) {
+    Engine e;
+    auto bad = std::make_shared<Probe>(true);
+    e.add_timer(tcp::Clock::now(), bad);
+    ASSERT_TRUE(eventually([&] { return bad->failures == 1; }));
+    e.add_timer(tcp::Clock::now(), bad);
+    EXPECT_TRUE(eventually([&] { return bad->timers == 1; }));
+}
+
+TEST(Engine, RunSyncHandsExceptionsToTheCaller) {
+    Engine e;
+    EXPECT_THROW(e.run_sync([] { throw std::bad_alloc(); }), std::bad_alloc);
+    EXPECT_THROW(e.run_sync([] { throw std::runtime_error("x"); }), std::runtime_error);
+    // a posted command that throws is dropped; later ones run
+    e.post([] { throw std::bad_alloc(); });
+    int ran = 0;
+    e.run_sync([&] { ran = 1; });
+    EXPECT_EQ(ran, 1);
+}
+
+TEST(Engine, ForkedChildNeverWaits) {
+    auto *e = new Engine();
+    ASSERT_TRUE(e->ok());
+    auto probe = std::make_shared<Probe>(false);
+    uint64_t key = e->add(probe->fd.get(), EPOLLIN, probe);
+    ASSERT_NE(key, 0u);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::alarm(5);  // a wait that never ends fails the test instead of hanging it
+        int bad = 0;
+        if (!e->foreign() || e->owner() != ::getppid()) bad |= 1;
+        bool ran = false;
+        e->run_sync([&] { ran = true; });
+        if (ran) bad |= 2;
+        if (e->add(probe->fd.get(), EPOLLIN, probe) != 0) bad |= 4;
+        e->post([] {});
+        e->add_timer(tcp::Clock::now(), probe);
+        e->modify(probe->fd.get(), key, 0);
+        e->remove(key);
+        delete e;  // neither joins nor terminates
+        ::_exit(bad);
+    }
+    int st = 0;
+    ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st)) << "the child died of signal " << WTERMSIG(st);
+    EXPECT_EQ(WEXITSTATUS(st), 0);
+    // the child's modify and remove left the parent's registration alone
+    probe->kick();
+    EXPECT_TRUE(eventually([&] { return probe->events == 1; }));
+    EXPECT_FALSE(e->foreign());
+    e->remove(key);
+    delete e;
+}
