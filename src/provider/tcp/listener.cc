@@ -14,6 +14,13 @@ namespace rpma::tcp {
 namespace {
 constexpr auto kHelloTimeout = std::chrono::seconds(5);
 constexpr size_t kMaxPending = 4096;  // bounds what half-open peers can make us hold
+constexpr Clock::duration kMinBackoff = std::chrono::milliseconds(10);
+constexpr Clock::duration kMaxBackoff = std::chrono::seconds(1);
+
+// Out of a resource that frees up on its own: back off, as retrying at once spins.
+bool exhausted(int err) noexcept {
+    return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
 }  // namespace
 
 int Listener::create(Engine *engine, const char *addr, const char *port,
@@ -84,9 +91,19 @@ void Listener::accept_all() {
         Fd s(::accept4(lfd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
         if (!s.valid()) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno != EAGAIN) RPMA_LOG_WARNING("accept: %m");
+            if (exhausted(errno)) {
+                pause(strerror(errno));
+            } else if (errno != EAGAIN) {
+                RPMA_LOG_WARNING("accept: %m");
+            }
             return;
         }
+        if (failures_) {
+            RPMA_LOG_NOTICE("accepting connections again after %llu failed attempts",
+                            static_cast<unsigned long long>(failures_));
+            failures_ = unreported_ = 0;
+        }
+        backoff_ = Clock::duration::zero();
         if (pending_.size() + halves_.size() >= kMaxPending) {
             RPMA_LOG_WARNING("too many half-open connection requests; refusing one");
             continue;
@@ -99,6 +116,38 @@ void Listener::accept_all() {
         it->second.key = engine_->add(fd, EPOLLIN, shared_from_this());
         engine_->add_timer(it->second.deadline, weak_from_this());
     }
+}
+
+void Listener::pause(const char *why) {
+    if (paused_ || !lkey_) return;
+    auto now = Clock::now();
+    backoff_ =
+        backoff_ == Clock::duration::zero() ? kMinBackoff : std::min(2 * backoff_, kMaxBackoff);
+    ++failures_;
+    // at most one line a second, however often accept fails
+    if (last_report_ == Clock::time_point{} || now - last_report_ >= std::chrono::seconds(1)) {
+        long long ms = std::chrono::duration_cast<std::chrono::milliseconds>(backoff_).count();
+        if (unreported_)
+            RPMA_LOG_WARNING(
+                "cannot accept connections: %s; retrying in %lld ms (%llu more "
+                "failures since the last report)",
+                why, ms, static_cast<unsigned long long>(unreported_));
+        else
+            RPMA_LOG_WARNING("cannot accept connections: %s; retrying in %lld ms", why, ms);
+        last_report_ = now;
+        unreported_ = 0;
+    } else {
+        ++unreported_;
+    }
+    paused_ = true;
+    resume_at_ = now + backoff_;
+    engine_->modify(lfd_.get(), lkey_, 0);  // level-triggered: a pending request would spin
+    engine_->add_timer(resume_at_, weak_from_this());
+}
+
+void Listener::resume() {
+    paused_ = false;
+    if (lkey_) engine_->modify(lfd_.get(), lkey_, EPOLLIN);
 }
 
 void Listener::drop(int fd) {
@@ -159,6 +208,7 @@ void Listener::read_hello(Pending &p) {
 
 void Listener::on_timer() {
     auto now = Clock::now();
+    if (paused_ && resume_at_ <= now) resume();
     std::vector<int> late;
     for (auto &[fd, p] : pending_)
         if (p.deadline <= now) late.push_back(fd);

@@ -1,6 +1,8 @@
 // The listening side of the tcp CM: accepts TCP connections, reads each one's Hello within a
 // deadline, pairs a connection's two streams by token, and queues complete requests for
-// rpma_ep_next_conn_req. Sockets that stay silent or speak nonsense are closed.
+// rpma_ep_next_conn_req. Sockets that stay silent or speak nonsense are closed. When accept runs
+// out of descriptors or memory the listener stops polling its socket for a back-off period
+// (10 ms doubling to 1 s) instead of spinning; requests wait in the kernel's backlog meanwhile.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +40,7 @@ class Listener final : public Handler, public std::enable_shared_from_this<Liste
 
     void on_events(int fd, uint32_t events) override;
     void on_timer() override;
+    void on_failure(const char *why) override { pause(why); }
 
   private:
     struct Pending {
@@ -56,6 +59,9 @@ class Listener final : public Handler, public std::enable_shared_from_this<Liste
 
     explicit Listener(Engine *e) noexcept : engine_(e) {}
     void accept_all();
+    // Stops accepting for the back-off period; the timer resumes.
+    void pause(const char *why);
+    void resume();
     void read_hello(Pending &p);
     void drop(int fd);
 
@@ -66,6 +72,12 @@ class Listener final : public Handler, public std::enable_shared_from_this<Liste
     // engine thread only
     std::unordered_map<int, Pending> pending_;
     std::unordered_map<uint64_t, Half> halves_;
+    bool paused_ = false;
+    Clock::duration backoff_{};  // the last pause; zero after a successful accept
+    Clock::time_point resume_at_;
+    Clock::time_point last_report_;
+    uint64_t unreported_ = 0;  // failures not logged yet (rate limit)
+    uint64_t failures_ = 0;    // since the last successful accept
 };
 
 }  // namespace rpma::tcp
