@@ -930,6 +930,7 @@ void QueuePair::resume_responder() {
 }
 
 void QueuePair::resume_now() {
+    if (!established()) return;
     Stream &s = resp();
     std::lock_guard rl(s.rx_mu);
     {
@@ -942,11 +943,22 @@ void QueuePair::resume_now() {
     read_stream(s);
 }
 
+void QueuePair::fail_recv(ibv_wc_status st) {
+    if (!cur_recv_) return;
+    // The error state first: whatever the application posts once it sees this is flushed.
+    std::lock_guard lk(sq_mu_);
+    error_ = true;
+    push_recv_wc(*cur_recv_, st, IBV_WC_RECV, 0, false, 0);
+    cur_recv_.reset();
+}
+
 void QueuePair::flush_all_locked() {
     error_ = true;
     while (!outstanding_.empty()) complete_front(IBV_WC_WR_FLUSH_ERR, 0);
     unreclaimed_ = 0;
     for (auto &r : rq_.drain()) push_recv_wc(r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0);
+    // a request waiting for a read's completion waits no more: there is nothing to order after
+    if (resp_wait_ack_.exchange(false)) resume_responder();
 }
 
 // ---------------------------------------------------------------- receive
@@ -1186,9 +1198,7 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
             if (h.length > cur_recv_->len) {
                 RPMA_LOG_WARNING("message of %u bytes for a receive buffer of %u", h.length,
                                  cur_recv_->len);
-                push_recv_wc(*cur_recv_, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, false, 0);
-                cur_recv_.reset();
-                resp_seq_ = seq;
+                fail_recv(IBV_WC_LOC_LEN_ERR);
                 nak(seq, NakStatus::kInvalidRequest);
                 return discard_payload();
             }
@@ -1344,12 +1354,7 @@ void QueuePair::payload_done(Stream &s) {
                 // use): the receive fails here, and the requester hears it was not done.
                 RPMA_LOG_WARNING("%s", p == Payload::kSend ? "receive buffer not usable"
                                                            : "write target deregistered mid-write");
-                if (cur_recv_) {
-                    push_recv_wc(*cur_recv_,
-                                 p == Payload::kSend ? IBV_WC_LOC_PROT_ERR : IBV_WC_WR_FLUSH_ERR,
-                                 IBV_WC_RECV, 0, false, 0);
-                    cur_recv_.reset();
-                }
+                fail_recv(p == Payload::kSend ? IBV_WC_LOC_PROT_ERR : IBV_WC_WR_FLUSH_ERR);
                 nak(pending_seq_, p == Payload::kSend ? NakStatus::kOperation : NakStatus::kAccess);
                 break;
             }

@@ -195,7 +195,8 @@ class QueuePair final : public Handler,
     void push_send_wc(const Outstanding &o, ibv_wc_status st, uint32_t len);
     void push_recv_wc(const PostedRecv &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t len,
                       bool with_imm, uint32_t imm);
-    void flush_all_locked();  // sq_mu_ held: the QP enters the error state
+    void flush_all_locked();           // sq_mu_ held: the QP enters the error state
+    void fail_recv(ibv_wc_status st);  // the receive taken for the current message fails
     void nak(uint64_t seq, NakStatus st);
 
     // connection management
