@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * mem_common.h -- helpers for the memory-ownership fidelity tests.
+ *
+ * Each test is one program that plays both roles of a scenario over 127.0.0.1: the second role
+ * runs in a forked child, and the two talk over a control socket (SOCK_SEQPACKET, one message
+ * per call), so that one role can tell the other when to act and report what it found (per-chunk
+ * results, timestamps on the shared CLOCK_MONOTONIC). The child dies with its parent. Every wait
+ * is bounded; any failed check ends the process with status 1 (common.h's IT_FAIL).
+ */
+#ifndef RPMA_FID_MEM_COMMON_H
+#define RPMA_FID_MEM_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+#define MT_ADDR "127.0.0.1"
+/* a backstop for every process; the ctest TIMEOUT is longer, the tests far shorter */
+#define MT_ALARM_S 50
+#define MT_MSG 512 /* the longest control message */
+
+/* command line "PROG PORT [VARIANT]": sets the alarm, line-buffered stdout, warnings to stderr */
+void mt_init(int argc, char *argv[], const char **port, const char **variant);
+
+/*
+ * Forks. The child runs fn(ctl, arg) and exits 0 when it returns (1 from any failed check); the
+ * parent gets the child's pid and its own end of the control socket in *ctl. Call before the
+ * library starts threads (as it_fork).
+ */
+int mt_spawn(void (*fn)(int ctl, void *arg), void *arg, int *ctl);
+/* waits up to timeout_ms for the child, which must exit 0 */
+void mt_reap(int pid, int timeout_ms);
+/* waits up to timeout_ms for the child; returns its wait status (-1 on timeout: killed then) */
+int mt_reap_status(int pid, int timeout_ms);
+
+/* one control message (printf format) */
+void mt_say(int ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* the next control message, NUL-terminated in buf (MT_MSG bytes); fails on EOF or timeout */
+void mt_hear(int ctl, char *buf, int timeout_ms);
+/* the next message must start with word and a space (or be word); returns what follows it */
+const char *mt_expect(int ctl, const char *word, char *buf, int timeout_ms);
+
+/* stops / resumes a process (the child) and waits until it is stopped */
+void mt_stop(int pid);
+void mt_cont(int pid);
+
+/* anonymous private memory, page-aligned, zeroed */
+void *mt_map(size_t len);
+void mt_unmap(void *p, size_t len);
+
+/* pattern helpers over common.c's it_fill(seed): the position counts from buf */
+bool mt_is_pattern(const void *buf, size_t len, uint64_t seed);
+/* how many bytes equal it_fill(seed)'s byte at their position */
+size_t mt_count_bytes(const void *buf, size_t len, uint64_t seed);
+/*
+ * How many aligned 8-byte words equal it_fill(seed)'s word at their position while differing
+ * from it_fill(other)'s (a word of another pattern cannot match by chance: 2^-64).
+ */
+size_t mt_count_words(const void *buf, size_t len, uint64_t seed, uint64_t other);
+/* the first offset at which a and b differ, or -1 */
+long mt_first_diff(const void *a, const void *b, size_t len);
+/* every byte equals c */
+bool mt_all_bytes(const void *buf, size_t len, uint8_t c);
+
+/* one completion within timeout_ms or fail; its arrival time (CLOCK_MONOTONIC ms) in *at */
+void mt_cq_get(struct rpma_cq *cq, struct ibv_wc *wc, int timeout_ms, long long *at);
+/* the connection's next event within timeout_ms or fail */
+enum rpma_conn_event mt_next_event(struct rpma_conn *conn, int timeout_ms);
+/*
+ * Ends a connection whatever state it is in: disconnect, wait up to timeout_ms for CLOSED or
+ * LOST (the event is returned), delete.
+ */
+enum rpma_conn_event mt_close(struct rpma_conn **conn, int timeout_ms);
+
+/* a connection config with these queue sizes (cq and sq; the rq as well) */
+struct rpma_conn_cfg *mt_cfg(uint32_t queue);
+
+/* a short name for a status */
+const char *mt_st(enum ibv_wc_status st);
+
+/* the memory a process holds: VmRSS and VmHWM (peak) of /proc/PID/status in KiB, -1 if gone */
+long mt_rss_kib(int pid);
+long mt_hwm_kib(int pid);
+
+#endif /* RPMA_FID_MEM_COMMON_H */
