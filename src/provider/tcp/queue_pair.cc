@@ -750,7 +750,17 @@ void QueuePair::send_frame(Stream &s, const FrameHeader &h) {
     flush_tx(s);  // a broken stream shows up on the receive side as well
 }
 
+bool QueuePair::refuse_foreign() const {
+    if (!engine_->foreign()) return false;
+    // The sockets are shared with the parent: a frame from here would corrupt its stream.
+    RPMA_LOG_ERROR(
+        "the connection belongs to the process that forked this one; it cannot be used "
+        "here");
+    return true;
+}
+
 int QueuePair::post_send(const SendWr &wr) {
+    if (refuse_foreign()) return RPMA_E_PROVIDER;
     std::lock_guard lk(sq_mu_);
     Cm cm;
     bool disc;
@@ -820,6 +830,7 @@ int QueuePair::post_send(const SendWr &wr) {
 }
 
 int QueuePair::post_recv(PostedRecv r) {
+    if (refuse_foreign()) return RPMA_E_PROVIDER;
     if (cfg_.srq) {
         RPMA_LOG_ERROR("the connection receives through a shared RQ; use rpma_srq_recv");
         return RPMA_E_PROVIDER;

@@ -85,6 +85,7 @@ class QueuePair final : public Handler,
                const void *pdata, uint8_t pdata_len);
     static void reject(Fd &main);
 
+    // Both fail with RPMA_E_PROVIDER in a forked child: the connection is the parent's.
     int post_send(const SendWr &wr);
     int post_recv(PostedRecv r);
     int disconnect();
@@ -96,6 +97,7 @@ class QueuePair final : public Handler,
 
     void on_events(int fd, uint32_t events) override;
     void on_timer() override;
+    void on_failure(const char *why) override { lost(why); }
     void recv_posted() override;
     void drive(int channel_fd) override;
     void poll_once() override;
@@ -165,6 +167,7 @@ class QueuePair final : public Handler,
     };
 
     QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events);
+    bool refuse_foreign() const;
 
     Stream &req() noexcept { return is_client_ ? main_ : join_; }
     Stream &resp() noexcept { return is_client_ ? join_ : main_; }
