@@ -15,7 +15,9 @@ int MrLocal::reg(Peer *peer, void *ptr, size_t size, int usage, MrLocal **out) {
         return RPMA_E_INVAL;
     }
     // Usages for which ibv_reg_mr asks for LOCAL_WRITE or REMOTE_WRITE need writable memory.
-    bool write = usage & (RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_RECV);
+    // Upstream librpma asks LOCAL_WRITE for WRITE_SRC as well, so read-only memory fails there.
+    bool write = usage & (RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC |
+                          RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_RECV);
     auto chk = MemCheck::check(ptr, size, write);
     if (chk.fault != MemCheck::Fault::kNone) {
         RPMA_LOG_ERROR("cannot register [%p, +%zu) with usage 0x%x: memory at %p is %s", ptr, size,

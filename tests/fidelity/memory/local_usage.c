@@ -7,7 +7,7 @@
  * One connection; the client uses a local region it must not use that way:
  *   read_no_read_dst    a read into a region registered WRITE_SRC only
  *   read_into_readonly  a read into read-only memory (mmap PROT_READ) registered
- *                       READ_SRC | WRITE_SRC
+ *                       READ_SRC | SEND
  *   recv_no_recv_usage  a receive into a region registered SEND only; the server sends to it
  *   write_no_write_src  a write from a region registered READ_DST only
  *   send_no_send_usage  a send from a region registered RECV only
@@ -58,7 +58,7 @@ struct ucase {
 
 static const struct ucase CASES[] = {
     {"read_no_read_dst", K_READ, RPMA_MR_USAGE_WRITE_SRC, false, false},
-    {"read_into_readonly", K_READ, RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_SRC, true, false},
+    {"read_into_readonly", K_READ, RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_SEND, true, false},
     {"recv_no_recv_usage", K_RECV, RPMA_MR_USAGE_SEND, false, false},
     {"write_no_write_src", K_WRITE, RPMA_MR_USAGE_READ_DST, false, false},
     {"send_no_send_usage", K_SEND, RPMA_MR_USAGE_RECV, false, false},

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mr_reg.c -- rpma_mr_reg validates the memory as ibv_reg_mr does: an unmapped range, PROT_NONE
- * memory, a range with a hole, or read-only memory for a usage that writes into it (READ_DST,
- * WRITE_DST, RECV) give RPMA_E_PROVIDER, register nothing (the peer stays deletable) and say why
- * in the log. Read-only memory registers for READ_SRC, WRITE_SRC, SEND and the flush usages;
+ * memory, a range with a hole, or read-only memory for a usage that ibv_reg_mr registers with
+ * LOCAL_WRITE or REMOTE_WRITE in upstream librpma (READ_DST, WRITE_SRC, WRITE_DST, RECV) give
+ * RPMA_E_PROVIDER, register nothing (the peer stays deletable) and say why in the log. Read-only
+ * memory registers for READ_SRC, SEND and the flush usages;
  * adjacent mappings with the needed protection count as one range.
  *
  * One process: mr_reg ADDR (no listener, no port).
@@ -81,11 +82,12 @@ int main(int argc, char *argv[]) {
     CHECK_OK(rpma_log_set_function(capture));
     struct rpma_peer *peer = it_peer_new(argv[1], true);
 
-    const int writing[] = {RPMA_MR_USAGE_READ_DST, RPMA_MR_USAGE_WRITE_DST, RPMA_MR_USAGE_RECV,
+    const int writing[] = {RPMA_MR_USAGE_READ_DST, RPMA_MR_USAGE_WRITE_SRC,
+                           RPMA_MR_USAGE_WRITE_DST, RPMA_MR_USAGE_RECV,
                            RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_DST};
-    const int reading[] = {RPMA_MR_USAGE_READ_SRC, RPMA_MR_USAGE_WRITE_SRC, RPMA_MR_USAGE_SEND,
+    const int reading[] = {RPMA_MR_USAGE_READ_SRC, RPMA_MR_USAGE_SEND,
                            RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY,
-                           RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_SEND |
+                           RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_SEND |
                                RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
                                RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT};
     const int all = RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC |
