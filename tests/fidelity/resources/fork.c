@@ -11,9 +11,10 @@
  *   rpma_ep_listen and rpma_peer_delete on what it inherited. Then the parent accepts the
  *   request and the client does a write + read round trip.
  * - client_child: the client connects and forks; the child tries rpma_conn_delete (within 1 s),
- *   rpma_conn_disconnect, rpma_conn_req_new and rpma_peer_delete, registers memory on the
- *   inherited peer, then connects with a peer of its own and does a round trip. Then the parent
- *   does a round trip on its connection and disconnects (CLOSED).
+ *   rpma_conn_disconnect, rpma_conn_req_new, rpma_peer_delete, rpma_write and rpma_recv on the
+ *   parent's connection (a frame from the child would corrupt the parent's stream), registers
+ * memory on the inherited peer, then connects with a peer of its own and does a round trip. Then
+ * the parent does a round trip on its connection and disconnects (CLOSED).
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -148,7 +149,12 @@ static void in_child(const struct it_args *a, struct rpma_peer *peer, struct rpm
     /* memory registration needs no engine: it works on the inherited peer */
     char *mine = it_alloc(2 * LEN);
     struct rpma_mr_local *mr = NULL;
-    CHECK_OK(rpma_mr_reg(peer, mine, 2 * LEN, RPMA_MR_USAGE_WRITE_SRC, &mr));
+    CHECK_OK(rpma_mr_reg(peer, mine, 2 * LEN, RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_RECV, &mr));
+    /* posts on the parent's connection would write into the parent's streams: refused */
+    struct rpma_mr_remote *rmr = it_remote_mr(conn, 0);
+    CHECK_REFUSED(rpma_write(conn, rmr, SLICE, mr, 0, LEN, RPMA_F_COMPLETION_ALWAYS, NULL));
+    CHECK_REFUSED(rpma_recv(conn, mr, LEN, LEN, NULL));
+    CHECK_OK(rpma_mr_remote_delete(&rmr));
     CHECK_OK(rpma_mr_dereg(&mr));
 
     /* a peer and a connection of its own */
