@@ -14,7 +14,7 @@
  *              fails or faults; under ASan the block is poisoned, so a read is reported);
  *   free_stalled  free with the server stopped.
  * A racing round (overwrite, free) may find everything sent before the dereg (a busy machine
- * can deschedule the posting thread); it is repeated then, up to 5 rounds.
+ * can deschedule the posting thread); it is repeated then, up to 10 rounds.
  * As on a NIC, which stops reading a region once it is deregistered:
  *   - a write or send completes SUCCESS only if its whole payload was taken before the dereg:
  *     the target chunk (receive buffer) holds exactly the original pattern (A);
@@ -283,10 +283,10 @@ int main(int argc, char *argv[]) {
     int pid = mt_spawn(server, NULL, &ctl);
     char msg[MT_MSG];
     mt_expect(ctl, "READY", msg, 20000);
-    /* a racing round may find everything sent already: up to 5 rounds for one that does not */
+    /* a racing round may find everything sent already: up to 10 rounds for one that does not */
     int failures = 0, round = 0;
     bool conclusive = false;
-    for (; round < 5 && !failures && !conclusive; round++)
+    for (; round < 10 && !failures && !conclusive; round++)
         failures += round_trip(round, ctl, pid, &conclusive);
     mt_say(ctl, "QUIT");
     mt_reap(pid, 10000);
