@@ -391,20 +391,9 @@ void QueuePair::close_on_engine() {
     // is queued must not reach for the application's memory once delete returns.
     bool disc = disc_done_;
     disc_done_ = true;
-    bool settled = true;
     for (Stream *s : {&main_, &join_}) {
         std::lock_guard lk(s->mu);
-        settled = settled && settle_for_close(*s);
-    }
-    if (!settled) {
-        // half a read answer is out and its data is gone: only a broken connection is honest
-        remove_stream(main_);
-        remove_stream(join_);
-        for (Stream *s : {&main_, &join_}) ::shutdown(s->fd.get(), SHUT_RDWR);
-        return;
-    }
-    for (Stream *s : {&main_, &join_}) {
-        std::lock_guard lk(s->mu);
+        settle_for_close(*s);
         if (!disc) {
             FrameHeader h{};
             h.op = static_cast<uint8_t>(Op::kDisconnect);
@@ -421,32 +410,15 @@ void QueuePair::close_on_engine() {
     engine_->add_timer(deadline_, weak_from_this());
 }
 
-bool QueuePair::settle_for_close(Stream &s) {
+void QueuePair::settle_for_close(Stream &s) {
     bool answers = &s == &resp();
     uint64_t limit = UINT64_MAX;  // answers: the last request whose answer still goes out
     for (auto it = s.txq.begin(); it != s.txq.end();) {
         bool started = it == s.txq.begin() && s.tx_off > 0;
         Op op = static_cast<Op>(it->hdr.op);
         if (started) {
-            if (it->guard) {
-                // the partly sent frame is finished from a copy, or zeros if the region is gone
-                size_t sent = s.tx_off > kHeaderSize ? s.tx_off - kHeaderSize : 0;
-                RegionUse use(it->guard.get());
-                std::shared_ptr<char[]> copy;
-                if (use.ok()) copy.reset(new (std::nothrow) char[it->len]);
-                if (copy) {
-                    std::memcpy(copy.get() + sent, it->data + sent, it->len - sent);
-                    it->owned = std::move(copy);
-                    it->data = it->owned.get();
-                } else if (answers) {
-                    return false;  // zeros would pass for the data of a read
-                } else {
-                    it->zero_fill = true;
-                    it->data = nullptr;
-                }
-                it->guard.reset();
-                --s.data_items;
-            }
+            // The frame half sent is finished, from its region while the region lives (it
+            // belongs to the peer, not to the connection); see flush_tx for a region that dies.
             ++it;
             continue;
         }
@@ -483,7 +455,6 @@ bool QueuePair::settle_for_close(Stream &s) {
             s.txq.insert(pos, TxItem{a, nullptr, 0, nullptr, nullptr});
         }
     }
-    return true;
 }
 
 void QueuePair::linger_events(Stream &s, uint32_t events) {
@@ -492,7 +463,13 @@ void QueuePair::linger_events(Stream &s, uint32_t events) {
         std::lock_guard lk(s.mu);
         if (!s.key) return;
         if ((events & EPOLLOUT) || !s.txq.empty()) {
-            if (!flush_tx(s)) done = true;
+            if (!flush_tx(s)) {
+                // half a read answer is out and its region is gone: only a broken connection
+                // keeps the peer from using what it got
+                ::shutdown(main_.fd.get(), SHUT_RDWR);
+                ::shutdown(join_.fd.get(), SHUT_RDWR);
+                done = true;
+            }
         }
         if (!done && s.txq.empty() && !s.wr_shut) {
             ::shutdown(s.fd.get(), SHUT_WR);

@@ -208,7 +208,7 @@ class QueuePair final : public Handler,
     void fail_connect(rpma_conn_event ev);
     void lost(const char *why);
     void close_on_engine();
-    bool settle_for_close(Stream &s);  // s.mu held; false: the stream cannot end in order
+    void settle_for_close(Stream &s);  // s.mu held
     void linger_events(Stream &s, uint32_t events);
     void maybe_closed();
     void send_disconnect();      // engine thread
