@@ -29,7 +29,7 @@ TARGETS = [("write_64k", "tcp", ">=", 1.0), ("write_64k", "libfabric", ">=", 1.0
            ("write_4k", "libfabric", ">=", 1.3), ("read_64k", "tcp", ">=", 1.0),
            ("lat_blocking", "tcp", "<=", 1.05), ("lat_busy_poll", "tcp", "<=", 1.2)]
 
-PEERS = ["rpma", "tcp", "libfabric", "ucx"]
+PEERS = ["rpma", "tcp", "libfabric", "ucx", "rpma_base"]
 
 
 class Runner:
@@ -50,7 +50,7 @@ class Runner:
         return json.loads(p.stdout.strip().splitlines()[-1])
 
     # each returns (metric value, extra dict, command string)
-    def rpma(self, kind, size, spin):
+    def rpma(self, kind, size, spin, env=None):
         cmd = [self.a.perf, "loopback", "--port", str(self.next_port()), "--time",
                str(self.a.time), "--json"]
         if kind == "lat":
@@ -59,12 +59,20 @@ class Runner:
             cmd += ["--op", kind, "--size", str(size), "--iodepth", str(DEPTH)]
         if spin:
             cmd.append("--busy-poll")
-        j = self.run_json(cmd)
+        j = self.run_json(cmd, env=env)
         if not j.get("verified"):
             raise RuntimeError("rpma-perf data check failed")
         v = j["lat_us"]["p50"] if kind == "lat" else j["bw_bytes_per_s"] / MiB
         return v, {"client_cpu_s": j["client_cpu_s"], "server_cpu_s": j["server_cpu_s"],
                    "p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"]}, cmd
+
+    # the same rpma-perf over another build of librpma.so.0 (--baseline-lib): a regression check
+    def rpma_base(self, kind, size, spin):
+        if not self.a.baseline_lib:
+            return None
+        env = dict(os.environ, LD_LIBRARY_PATH=self.a.baseline_lib)
+        v, extra, cmd = self.rpma(kind, size, spin, env)
+        return v, extra, [f"LD_LIBRARY_PATH={self.a.baseline_lib}"] + cmd
 
     def tcp(self, kind, size, spin):
         if kind == "lat":
@@ -160,6 +168,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default="results.json")
     ap.add_argument("--cases", default="", help="comma-separated subset of cases")
+    ap.add_argument("--baseline-lib", default="",
+                    help="a folder with another librpma.so.0: rpma-perf runs over it as well")
     a = ap.parse_args()
     r = Runner(a)
     cases = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")]
@@ -230,8 +240,10 @@ def main():
           f"{info['loadavg_end']:.1f}")
     print("bandwidth in MiB/s (iodepth 32); latency = p50 of an 8-byte round trip "
           "(rpma: write + flush)\n")
+    base = bool(a.baseline_lib)
     hdr = f"| {'case':14s} | {'rpma':>11s} | {'raw TCP':>11s} | {'libfabric':>11s} | " \
-          f"{'UCX':>11s} | {'/TCP':>6s} | {'/fabric':>7s} | {'/UCX':>6s} | target |"
+          f"{'UCX':>11s} | {'/TCP':>6s} | {'/fabric':>7s} | {'/UCX':>6s} | " + \
+          (f"{'rpma base':>11s} | {'/base':>6s} | " if base else "") + "target |"
     print(hdr)
     print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
     for case, kind, med, ratios, targets in rows:
@@ -241,7 +253,9 @@ def main():
         print(f"| {case:14s} | {fmt(med['rpma'], kind):>11s} | {fmt(med['tcp'], kind):>11s} | "
               f"{fmt(med['libfabric'], kind):>11s} | {fmt(med['ucx'], kind):>11s} | "
               f"{rt(ratios['tcp']):>6s} | {rt(ratios['libfabric']):>7s} | "
-              f"{rt(ratios['ucx']):>6s} | {tg}")
+              f"{rt(ratios['ucx']):>6s} | " +
+              (f"{fmt(med['rpma_base'], kind):>11s} | {rt(ratios['rpma_base']):>6s} | "
+               if base else "") + tg)
     print(f"\nJSON: {a.out}")
     return 1 if errors and not any(samples[(c[0], 'rpma')] for c in cases) else 0
 

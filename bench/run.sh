@@ -4,6 +4,7 @@
 # (ucx_perftest). Medians of 3 runs; the table goes to stdout, the data to bench/results.json.
 #
 #   bench/run.sh [--build DIR] [--time S] [--runs N] [--cases a,b] [--out FILE]
+#                [--baseline-lib DIR]   (rpma-perf also over DIR/librpma.so.0, column "rpma base")
 #
 # Installs nothing: missing peers are skipped with a message (bench/install-deps.sh adds them).
 set -euo pipefail
@@ -15,6 +16,7 @@ TIME=3
 RUNS=3
 OUT=$HERE/results.json
 CASES=""
+BASELINE=""
 while [[ $# -gt 0 ]]; do
     case $1 in
         --build) BUILD=$2; shift 2 ;;
@@ -22,7 +24,8 @@ while [[ $# -gt 0 ]]; do
         --runs) RUNS=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
         --cases) CASES=$2; shift 2 ;;
-        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+        --baseline-lib) BASELINE=$2; shift 2 ;;
+        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -53,4 +56,5 @@ if [[ -z $UCX ]]; then
 fi
 
 exec python3 "$HERE/run.py" --perf "$PERF" --tcp "$TCP" --fabric "$FABRIC" --ucx "$UCX" \
-    --time "$TIME" --runs "$RUNS" --out "$OUT" ${CASES:+--cases "$CASES"}
+    --time "$TIME" --runs "$RUNS" --out "$OUT" ${CASES:+--cases "$CASES"} \
+    ${BASELINE:+--baseline-lib "$BASELINE"}
