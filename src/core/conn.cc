@@ -1,6 +1,7 @@
 #include "core/conn.h"
 
 #include <cstring>
+#include <utility>
 
 #include "core/conn_cfg.h"
 #include "core/log.h"
@@ -143,7 +144,7 @@ int Conn::read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off
     wr.len = static_cast<uint32_t>(len);
     wr.raddr = src ? src->addr() + src_off : 0;
     wr.rkey = src ? src->rkey() : 0;
-    return r_->qp->post_send(wr);
+    return r_->qp->post_send(std::move(wr));
 }
 
 int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t src_off, size_t len,
@@ -160,7 +161,7 @@ int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t 
     wr.raddr = dst ? dst->addr() + dst_off : 0;
     wr.rkey = dst ? dst->rkey() : 0;
     wr.imm = imm ? *imm : 0;
-    return r_->qp->post_send(wr);
+    return r_->qp->post_send(std::move(wr));
 }
 
 int Conn::atomic_write(const MrRemote *dst, size_t dst_off, const char src[8], int flags,
@@ -173,7 +174,7 @@ int Conn::atomic_write(const MrRemote *dst, size_t dst_off, const char src[8], i
     wr.raddr = dst->addr() + dst_off;
     wr.rkey = dst->rkey();
     std::memcpy(&wr.value, src, 8);
-    return r_->qp->post_send(wr);
+    return r_->qp->post_send(std::move(wr));
 }
 
 int Conn::flush(const MrRemote *dst, size_t dst_off, size_t len, rpma_flush_type type, int flags,
@@ -199,7 +200,7 @@ int Conn::flush(const MrRemote *dst, size_t dst_off, size_t len, rpma_flush_type
     wr.raddr = dst->addr() + dst_off;
     wr.rkey = dst->rkey();
     wr.flags = type == RPMA_FLUSH_TYPE_PERSISTENT ? tcp::kFlushPersistent : 0;
-    return r_->qp->post_send(wr);
+    return r_->qp->post_send(std::move(wr));
 }
 
 int Conn::send(const MrLocal *src, size_t off, size_t len, int flags, uint64_t wr_id,
@@ -214,7 +215,7 @@ int Conn::send(const MrLocal *src, size_t off, size_t len, int flags, uint64_t w
     wr.local_fault = local_fault(src, RPMA_MR_USAGE_SEND, "send source");
     wr.len = static_cast<uint32_t>(len);
     wr.imm = imm ? *imm : 0;
-    return r_->qp->post_send(wr);
+    return r_->qp->post_send(std::move(wr));
 }
 
 int Conn::recv(MrLocal *dst, size_t off, size_t len, uint64_t wr_id) {

@@ -736,7 +736,7 @@ bool QueuePair::refuse_foreign() const {
     return true;
 }
 
-int QueuePair::post_send(const SendWr &wr) {
+int QueuePair::post_send(SendWr wr) {
     if (refuse_foreign()) return RPMA_E_PROVIDER;
     std::lock_guard lk(sq_mu_);
     Cm cm;
@@ -767,9 +767,9 @@ int QueuePair::post_send(const SendWr &wr) {
     }
     uint64_t seq = next_seq_++;
     bool is_read = wr.op == Op::kRead;
-    outstanding_.push_back(Outstanding{seq, wr.wr_id, wr.op, wr.signaled,
-                                       is_read ? wr.local : nullptr, wr.len,
-                                       is_read ? wr.local_region : nullptr, wr.local_fault});
+    outstanding_.push_back(
+        Outstanding{seq, wr.wr_id, wr.op, wr.signaled, is_read ? wr.local : nullptr, wr.len,
+                    is_read ? std::move(wr.local_region) : nullptr, wr.local_fault});
     FrameHeader h{};
     h.op = static_cast<uint8_t>(wr.op);
     h.flags = wr.flags;
@@ -800,7 +800,7 @@ int QueuePair::post_send(const SendWr &wr) {
     // joins them (and goes out in the same sendmsg) instead of paying for another EAGAIN.
     bool idle = s.txq.empty();
     TxItem item{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr, nullptr, seq};
-    if (carries && wr.len) item.guard = wr.local_region;
+    if (carries && wr.len) item.guard = std::move(wr.local_region);
     enqueue(s, std::move(item));
     if (idle) flush_tx(s);
     return 0;
@@ -1386,11 +1386,12 @@ bool QueuePair::answer_now(Stream &s) {
 
 QueuePair::Step QueuePair::wait_for_answers(bool modifies) {
     Stream &s = resp();
-    std::lock_guard lk(s.mu);
     auto must_wait = [&] {
         return s.txq.size() >= kMaxQueuedAnswers || (modifies && s.data_items > 0);
     };
+    // The answer queue changes on the engine thread only, which runs this: no lock to look.
     if (!must_wait()) return Step::kContinue;
+    std::lock_guard lk(s.mu);
     if (ack_wanted_ && resp_seq_ > resp_acked_ && !resp_error_) append_ack(s);
     if (!flush_tx(s)) return Step::kFatal;
     if (!must_wait()) return Step::kContinue;

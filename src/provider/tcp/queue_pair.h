@@ -86,7 +86,7 @@ class QueuePair final : public Handler,
     static void reject(Fd &main);
 
     // Both fail with RPMA_E_PROVIDER in a forked child: the connection is the parent's.
-    int post_send(const SendWr &wr);
+    int post_send(SendWr wr);
     int post_recv(PostedRecv r);
     int disconnect();
     // Unhooks from the engine; once it returns no engine callback touches this object.
