@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # load.sh [BUILD_DIR] [N] [MAX_KIB] -- N concurrent connections (default 1000) from one client
-# process to one server process over 127.0.0.1:49650, each doing a verified write and read; both
+# process to one server process over 127.0.0.1:29650, each doing a verified write and read; both
 # print their resident memory and descriptors per idle connection. With MAX_KIB (default 64) a
 # side above that many KiB per idle connection fails. Build first (a Release build measures
 # what users get), e.g.:
@@ -23,4 +23,4 @@ if [ "$hard" != unlimited ] && [ "$hard" -lt $((n * 5 + 64)) ]; then
     echo "load.sh: the hard RLIMIT_NOFILE ($hard) is too low for $n connections" >&2
     exit 2
 fi
-RPMA_IT_TIMEOUT=${RPMA_IT_TIMEOUT:-300} exec tests/integration/run_pair.sh "$bin" 49650 "$n" "$max_kib"
+RPMA_IT_TIMEOUT=${RPMA_IT_TIMEOUT:-300} exec tests/integration/run_pair.sh "$bin" 29650 "$n" "$max_kib"

@@ -1,7 +1,7 @@
 # smoke.cmake -- short loopback runs of each operation through rpma-perf; each must exit 0 and
 # print one JSON object whose fields add up. Run: cmake -DPERF=path -DPORT=base -P smoke.cmake
 if(NOT PERF OR NOT PORT)
-  message(FATAL_ERROR "usage: cmake -DPERF=rpma-perf -DPORT=47300 -P smoke.cmake")
+  message(FATAL_ERROR "usage: cmake -DPERF=rpma-perf -DPORT=27300 -P smoke.cmake")
 endif()
 
 # "op size iodepth connections [extra args]"
