@@ -1,6 +1,5 @@
 #include "core/peer.h"
 
-#include "core/log.h"
 #include "provider/tcp/engine.h"
 
 namespace rpma {
@@ -23,10 +22,7 @@ tcp::Engine *Peer::engine() {
 
 int Peer::check_process(const char *what) const noexcept {
     tcp::Engine *e = started_.load(std::memory_order_acquire);
-    if (!e || !e->foreign()) return 0;
-    RPMA_LOG_ERROR("%s belongs to process %d; a forked child cannot use it", what,
-                   static_cast<int>(e->owner()));
-    return RPMA_E_PROVIDER;
+    return e ? e->check_process(what) : 0;
 }
 
 }  // namespace rpma

@@ -1,5 +1,6 @@
 #include "provider/tcp/engine.h"
 
+#include <librpma.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -56,6 +57,13 @@ Engine::~Engine() {
 
 bool Engine::foreign() const noexcept {
     return g_pid.load(std::memory_order_relaxed) != owner_;
+}
+
+int Engine::check_process(const char *what) const noexcept {
+    if (!foreign()) return 0;
+    RPMA_LOG_ERROR("%s belongs to process %d; a forked child cannot use it", what,
+                   static_cast<int>(owner_));
+    return RPMA_E_PROVIDER;
 }
 
 bool Engine::refuse_foreign(const char *what) const noexcept {

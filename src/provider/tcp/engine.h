@@ -47,6 +47,9 @@ class Engine {
     // child shares with that process. Cheap enough for the data path.
     bool foreign() const noexcept;
     pid_t owner() const noexcept { return owner_; }
+    // 0 in the owner; in a forked child RPMA_E_PROVIDER, logged as "`what` belongs to process
+    // N". For the objects that live on this engine (connections, endpoints, requests, peers).
+    int check_process(const char *what) const noexcept;
 
     // In a forked child (foreign()) the calls below do nothing and wait for nothing: add
     // returns 0, run_sync returns without running fn.

@@ -727,17 +727,9 @@ void QueuePair::send_frame(Stream &s, const FrameHeader &h) {
     flush_tx(s);  // a broken stream shows up on the receive side as well
 }
 
-bool QueuePair::refuse_foreign() const {
-    if (!engine_->foreign()) return false;
-    // The sockets are shared with the parent: a frame from here would corrupt its stream.
-    RPMA_LOG_ERROR(
-        "the connection belongs to the process that forked this one; it cannot be used "
-        "here");
-    return true;
-}
-
 int QueuePair::post_send(SendWr wr) {
-    if (refuse_foreign()) return RPMA_E_PROVIDER;
+    // In a forked child the sockets are the parent's: a frame from here would corrupt its stream.
+    if (int ret = engine_->check_process("the connection")) return ret;
     std::lock_guard lk(sq_mu_);
     Cm cm;
     bool disc;
@@ -807,7 +799,7 @@ int QueuePair::post_send(SendWr wr) {
 }
 
 int QueuePair::post_recv(PostedRecv r) {
-    if (refuse_foreign()) return RPMA_E_PROVIDER;
+    if (int ret = engine_->check_process("the connection")) return ret;
     if (cfg_.srq) {
         RPMA_LOG_ERROR("the connection receives through a shared RQ; use rpma_srq_recv");
         return RPMA_E_PROVIDER;

@@ -167,7 +167,6 @@ class QueuePair final : public Handler,
     };
 
     QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events);
-    bool refuse_foreign() const;
 
     Stream &req() noexcept { return is_client_ ? main_ : join_; }
     Stream &resp() noexcept { return is_client_ ? join_ : main_; }
