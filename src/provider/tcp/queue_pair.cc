@@ -902,6 +902,12 @@ QueuePair::Step QueuePair::apply_peer_ack(uint64_t ack) {
     return Step::kContinue;
 }
 
+void QueuePair::wake_ack_waiter_locked() {
+    // the responder waits while a read the peer acknowledged has not completed here
+    bool caught_up = outstanding_.empty() || outstanding_.front().seq > peer_acked_;
+    if (caught_up && resp_wait_ack_.load() && resp_wait_ack_.exchange(false)) resume_responder();
+}
+
 void QueuePair::resume_responder() {
     engine_->post([w = weak_from_this()] {
         auto self = w.lock();
@@ -978,15 +984,13 @@ void QueuePair::on_events(int fd, uint32_t events) {
         {
             std::lock_guard lk(s.mu);
             sent = flush_tx(s);
-            if (sent && s.drain_wait && s.data_items == 0 && s.txq.size() < kMaxQueuedAnswers) {
-                s.drain_wait = false;
-                drained = true;
-            }
+            drained = sent && take_drained(s);
         }
         if (!sent) {
             lost(s.why ? s.why : "send failed");  // not under s.mu: lost() takes it
             return;
         }
+        if (&s == &resp()) absorb_queued_nak();
         if (drained) resume_now();  // the request waiting for our answers to leave
     }
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
@@ -1121,22 +1125,14 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
         }
         return Step::kContinue;
     };
-    // A read answer that became a NAK (its region was deregistered) ends execution here.
-    auto naked = [&] {
-        if (!std::exchange(resp().nak_queued, false)) return false;
-        resp_error_ = true;
-        std::lock_guard lk(sq_mu_);
-        flush_all_locked();
-        return true;
-    };
-    naked();
+    absorb_queued_nak();
     // In the error state requests are dropped; the stream is read on to its disconnect.
     if (resp_error_) return discard_payload();
     // Reads answered earlier must not see what this request changes, and a peer that does not
     // read its answers must not make us queue more.
     if (Step st = wait_for_answers(op != Op::kRead && op != Op::kFlush); st != Step::kContinue)
         return st;
-    if (naked()) return discard_payload();
+    if (absorb_queued_nak()) return discard_payload();
     uint64_t seq = resp_seq_ + 1;
     std::shared_ptr<Region> region;
     auto check = [&](int need) -> bool {
@@ -1287,10 +1283,7 @@ QueuePair::Step QueuePair::completer_header(Stream &s, const FrameHeader &h) {
         complete_front(IBV_WC_SUCCESS, 0);
     }
     if (op == Op::kAck) {
-        if (resp_wait_ack_.load() &&
-            (outstanding_.empty() || outstanding_.front().seq > peer_acked_) &&
-            resp_wait_ack_.exchange(false))
-            resume_responder();
+        wake_ack_waiter_locked();
         return Step::kContinue;
     }
     if (error_) return Step::kContinue;  // a local error above flushed the rest
@@ -1359,10 +1352,7 @@ void QueuePair::payload_done(Stream &s) {
             }
             complete_front(IBV_WC_SUCCESS, len);
             advance_locked();  // what the peer acknowledged behind this read
-            if (resp_wait_ack_.load() &&
-                (outstanding_.empty() || outstanding_.front().seq > peer_acked_) &&
-                resp_wait_ack_.exchange(false))
-                resume_responder();
+            wake_ack_waiter_locked();
             break;
         }
         default:
@@ -1376,17 +1366,33 @@ bool QueuePair::answer_now(Stream &s) {
     return s.txq.empty() || flush_tx(s);
 }
 
+bool QueuePair::answers_block(const Stream &s, bool modifies) noexcept {
+    return s.txq.size() >= kMaxQueuedAnswers || (modifies && s.data_items > 0);
+}
+
+bool QueuePair::take_drained(Stream &s) noexcept {
+    if (!s.drain_wait || answers_block(s, true)) return false;
+    s.drain_wait = false;
+    return true;
+}
+
+bool QueuePair::absorb_queued_nak() {
+    // flush_tx turned a read answer into a NAK (its region was deregistered): the responder
+    // enters the error state, as after any NAK. Engine thread: the answer stream's own.
+    if (!std::exchange(resp().nak_queued, false)) return false;
+    resp_error_ = true;
+    std::lock_guard lk(sq_mu_);
+    flush_all_locked();
+    return true;
+}
+
 QueuePair::Step QueuePair::wait_for_answers(bool modifies) {
     Stream &s = resp();
-    auto must_wait = [&] {
-        return s.txq.size() >= kMaxQueuedAnswers || (modifies && s.data_items > 0);
-    };
     // The answer queue changes on the engine thread only, which runs this: no lock to look.
-    if (!must_wait()) return Step::kContinue;
+    if (!answers_block(s, modifies)) return Step::kContinue;
+    if (!answer_now(s)) return Step::kFatal;
     std::lock_guard lk(s.mu);
-    if (ack_wanted_ && resp_seq_ > resp_acked_ && !resp_error_) append_ack(s);
-    if (!flush_tx(s)) return Step::kFatal;
-    if (!must_wait()) return Step::kContinue;
+    if (!answers_block(s, modifies)) return Step::kContinue;
     // Flow control instead of copies: the request stays staged until EPOLLOUT drains the
     // answers (on_events), and meanwhile nothing more is read from this peer.
     s.drain_wait = true;
@@ -1520,19 +1526,14 @@ void QueuePair::read_stream(Stream &s) {
         lost(s.why ? s.why : "send failed");
         return;
     }
-    bool broken = false, nak_queued = false, retry = false;
+    bool broken = false, retry = false;
     {
         std::lock_guard lk(s.mu);
         broken = !responder && !flush_tx(s);
-        nak_queued = std::exchange(s.nak_queued, false);
         if (broken) {
         } else if (st == Step::kStall) {
             s.stalled = true;
-            // the answers may have left since the request decided to wait for them
-            if (s.drain_wait && s.data_items == 0 && s.txq.size() < kMaxQueuedAnswers) {
-                s.drain_wait = false;
-                retry = true;
-            }
+            retry = take_drained(s);  // the answers left since the request chose to wait
             update_mask(s);
         } else if (st == Step::kStop && s.rx_on) {
             s.rx_on = false;  // end of this stream's input
@@ -1543,12 +1544,7 @@ void QueuePair::read_stream(Stream &s) {
         lost(s.why ? s.why : "send failed");  // not under s.mu: lost() takes it
         return;
     }
-    if (nak_queued) {
-        // a read answer went out as a NAK (its region was deregistered): as after any NAK
-        resp_error_ = true;
-        std::lock_guard lk(sq_mu_);
-        flush_all_locked();
-    }
+    if (responder) absorb_queued_nak();
     if (retry) resume_responder();
     if (s.disc_rx) maybe_closed();
 }

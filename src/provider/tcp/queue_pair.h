@@ -216,6 +216,10 @@ class QueuePair final : public Handler,
     // engine thread: true if the request must wait until our answers have left, because too
     // many are queued or (modifies) a read answer still points into a region (RC order).
     Step wait_for_answers(bool modifies);
+    static bool answers_block(const Stream &s, bool modifies) noexcept;
+    static bool take_drained(Stream &s) noexcept;  // s.mu held: a drain_wait request may go on
+    bool absorb_queued_nak();                      // engine thread; true if one was queued
+    void wake_ack_waiter_locked();                 // sq_mu_ held, after completions
     void remove_stream(Stream &s);
     void post_event(rpma_conn_event ev) { events_->push(ev); }
 
