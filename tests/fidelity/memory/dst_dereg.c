@@ -139,51 +139,20 @@ int main(int argc, char *argv[]) {
         const char *rep = mt_expect(ctl, "REPORT", msg, 30000);
         if (sscanf(rep, "%64s %ld", classes, &changed) != 2) IT_FAIL("bad report '%s'", rep);
 
-        int ok = 0, acc = 0, fl = 0, first_err = -1, rf = 0;
-        char line[NW + 1];
+        int rf = 0;
+        struct mt_tally t;
+        mt_tally_init(&t, IBV_WC_REM_ACCESS_ERR, 'A');
+        char what[64];
         for (int k = 0; k < NW; k++) {
-            enum ibv_wc_status st = (enum ibv_wc_status)status[k];
-            line[k] = st == IBV_WC_SUCCESS          ? 'S'
-                      : st == IBV_WC_REM_ACCESS_ERR ? 'A'
-                      : st == IBV_WC_WR_FLUSH_ERR   ? 'f'
-                                                    : '?';
-            if (st == IBV_WC_SUCCESS) {
-                ok++;
-                if (classes[k] != 'F') {
-                    printf(
-                        "FAIL round %d: write %d completed SUCCESS, its chunk was %s when "
-                        "the dereg returned\n",
-                        round, k, classes[k] == 'N' ? "untouched" : "only partly written");
-                    rf++;
-                }
-                if (first_err >= 0) {
-                    printf("FAIL round %d: write %d completed SUCCESS after write %d failed\n",
-                           round, k, first_err);
-                    rf++;
-                }
-            } else {
-                if (first_err < 0) first_err = k;
-                if (st == IBV_WC_REM_ACCESS_ERR)
-                    acc++;
-                else if (st == IBV_WC_WR_FLUSH_ERR)
-                    fl++;
-                else {
-                    printf(
-                        "FAIL round %d: write %d: status %s, expected REM_ACCESS_ERR or "
-                        "WR_FLUSH_ERR\n",
-                        round, k, mt_st(st));
-                    rf++;
-                }
+            snprintf(what, sizeof(what), "round %d: write %d", round, k);
+            if (mt_tally_add(&t, k, (enum ibv_wc_status)status[k], what) && classes[k] != 'F') {
+                printf("FAIL %s completed SUCCESS, its chunk was %s when the dereg returned\n",
+                       what, classes[k] == 'N' ? "untouched" : "only partly written");
+                rf++;
             }
         }
-        line[NW] = '\0';
-        if (acc > 1) {
-            printf(
-                "FAIL round %d: %d writes completed REM_ACCESS_ERR; after the first the queue "
-                "pair is in the error state\n",
-                round, acc);
-            rf++;
-        }
+        snprintf(what, sizeof(what), "round %d", round);
+        rf += mt_tally_end(&t, what);
         if (changed >= 0) {
             printf(
                 "FAIL round %d: the server's memory changed after the dereg (offset %ld, "
@@ -191,13 +160,13 @@ int main(int argc, char *argv[]) {
                 round, changed, changed / (long)CHUNK);
             rf++;
         }
-        if (first_err >= 0) conclusive++;
+        if (t.first_err >= 0) conclusive++;
         printf(
             "round %d (dereg at chunk %d, dereg+snapshot %lld ms): %d SUCCESS, %d REM_ACCESS_ERR, "
-            "%d "
-            "WR_FLUSH_ERR, connection %s%s\n  status %s\n  placed %s\n",
-            round, g_trigger[round], dereg_ms, ok, acc, fl, rpma_utils_conn_event_2str(ev),
-            first_err < 0 ? " (inconclusive: all placed before the dereg)" : "", line, classes);
+            "%d WR_FLUSH_ERR, connection %s%s\n  status %s\n  placed %s\n",
+            round, g_trigger[round], dereg_ms, t.ok, t.errs, t.flushed,
+            rpma_utils_conn_event_2str(ev),
+            t.first_err < 0 ? " (inconclusive: all placed before the dereg)" : "", t.line, classes);
         failures += rf;
     }
     CHECK_OK(rpma_conn_cfg_delete(&cfg));

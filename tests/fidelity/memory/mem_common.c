@@ -204,6 +204,53 @@ const char *mt_st(enum ibv_wc_status st) {
     return strncmp(s, "IBV_WC_", 7) == 0 ? s + 7 : s;
 }
 
+void mt_tally_init(struct mt_tally *t, enum ibv_wc_status expected, char letter) {
+    memset(t, 0, sizeof(*t));
+    t->expected = expected;
+    t->letter = letter;
+    t->first_err = -1;
+}
+
+bool mt_tally_add(struct mt_tally *t, int k, enum ibv_wc_status st, const char *what) {
+    CHECK(k >= 0 && k < MT_TALLY_MAX);
+    t->line[k] = st == IBV_WC_SUCCESS        ? 'S'
+                 : st == t->expected         ? t->letter
+                 : st == IBV_WC_WR_FLUSH_ERR ? 'f'
+                                             : '?';
+    t->line[k + 1] = '\0';
+    if (st == IBV_WC_SUCCESS) {
+        t->ok++;
+        if (t->first_err >= 0) {
+            printf("FAIL %s completed SUCCESS after completion %d failed\n", what, t->first_err);
+            t->failures++;
+        }
+        return true;
+    }
+    if (t->first_err < 0) t->first_err = k;
+    if (st == t->expected) {
+        t->errs++;
+    } else if (st == IBV_WC_WR_FLUSH_ERR) {
+        t->flushed++;
+    } else {
+        t->other++;
+        printf("FAIL %s: status %s, expected %s or WR_FLUSH_ERR\n", what, mt_st(st),
+               mt_st(t->expected));
+        t->failures++;
+    }
+    return false;
+}
+
+int mt_tally_end(struct mt_tally *t, const char *round) {
+    if (t->errs > 1) {
+        printf(
+            "FAIL %s: %d completions %s; after the first the queue pair is in the error state "
+            "(WR_FLUSH_ERR)\n",
+            round, t->errs, mt_st(t->expected));
+        t->failures++;
+    }
+    return t->failures;
+}
+
 static long proc_status_kib(int pid, const char *key) {
     char path[64], line[256];
     snprintf(path, sizeof(path), "/proc/%d/status", pid);

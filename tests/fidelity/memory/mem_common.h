@@ -81,6 +81,26 @@ struct rpma_conn_cfg *mt_cfg(uint32_t queue);
 /* a short name for a status */
 const char *mt_st(enum ibv_wc_status st);
 
+/*
+ * The completions of one round in posting order, checked as verbs orders them after an error:
+ * SUCCESS only before the first error, at most one `expected` error (the one the scenario
+ * causes), everything else WR_FLUSH_ERR. Every violation is printed as a FAIL line.
+ */
+#define MT_TALLY_MAX 128
+struct mt_tally {
+    enum ibv_wc_status expected;
+    int ok, errs, flushed, other; /* errs: completions with the expected error */
+    int first_err;                /* index of the first error, -1 while none */
+    int failures;
+    char line[MT_TALLY_MAX + 1]; /* a letter per completion: S, `letter`, f or ? */
+    char letter;
+};
+void mt_tally_init(struct mt_tally *t, enum ibv_wc_status expected, char letter);
+/* completion k, named `what` in FAIL lines ("round 2: read 5"); true if it is a SUCCESS */
+bool mt_tally_add(struct mt_tally *t, int k, enum ibv_wc_status st, const char *what);
+/* ends the round (`round` names it in FAIL lines); returns the failures of the round */
+int mt_tally_end(struct mt_tally *t, const char *round);
+
 /* the memory a process holds: VmRSS and VmHWM (peak) of /proc/PID/status in KiB, -1 if gone */
 long mt_rss_kib(int pid);
 long mt_hwm_kib(int pid);

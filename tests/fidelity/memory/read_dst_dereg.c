@@ -131,56 +131,31 @@ int main(int argc, char *argv[]) {
         enum rpma_conn_event ev = mt_close(&conn, 15000);
         CHECK_OK(rpma_mr_remote_delete(&remote));
 
-        int ok = 0, prot = 0, fl = 0, first_err = -1, rf = 0;
-        char line[NR + 1];
+        int rf = 0;
+        struct mt_tally t;
+        mt_tally_init(&t, IBV_WC_LOC_PROT_ERR, 'P');
+        char what[64];
         for (int k = 0; k < NR; k++) {
-            enum ibv_wc_status st = (enum ibv_wc_status)status[k];
-            line[k] = st == IBV_WC_SUCCESS        ? 'S'
-                      : st == IBV_WC_LOC_PROT_ERR ? 'P'
-                      : st == IBV_WC_WR_FLUSH_ERR ? 'f'
-                                                  : '?';
-            if (st == IBV_WC_SUCCESS) {
-                ok++;
-                if (!do_free && it_verify(snap + (size_t)k * CHUNK, CHUNK, SEED_A + k) >= 0) {
-                    printf(
-                        "FAIL round %d: read %d completed SUCCESS without all of its data "
-                        "placed before the dereg\n",
-                        round, k);
-                    rf++;
-                }
-                if (stalled) {
-                    printf(
-                        "FAIL round %d: read %d completed SUCCESS although no answer could "
-                        "arrive before the dereg\n",
-                        round, k);
-                    rf++;
-                }
-                if (first_err >= 0) {
-                    printf("FAIL round %d: read %d completed SUCCESS after read %d failed\n", round,
-                           k, first_err);
-                    rf++;
-                }
-            } else {
-                if (first_err < 0) first_err = k;
-                if (st == IBV_WC_LOC_PROT_ERR)
-                    prot++;
-                else if (st == IBV_WC_WR_FLUSH_ERR)
-                    fl++;
-                else {
-                    printf("FAIL round %d: read %d: status %s\n", round, k, mt_st(st));
-                    rf++;
-                }
+            snprintf(what, sizeof(what), "round %d: read %d", round, k);
+            if (!mt_tally_add(&t, k, (enum ibv_wc_status)status[k], what)) continue;
+            if (!do_free && it_verify(snap + (size_t)k * CHUNK, CHUNK, SEED_A + k) >= 0) {
+                printf(
+                    "FAIL %s completed SUCCESS without all of its data placed before the "
+                    "dereg\n",
+                    what);
+                rf++;
+            }
+            if (stalled) {
+                printf(
+                    "FAIL %s completed SUCCESS although no answer could arrive before the "
+                    "dereg\n",
+                    what);
+                rf++;
             }
         }
-        line[NR] = '\0';
-        if (prot > 1) {
-            printf(
-                "FAIL round %d: %d reads completed LOC_PROT_ERR; after the first the queue "
-                "pair is in the error state (WR_FLUSH_ERR)\n",
-                round, prot);
-            rf++;
-        }
-        if (first_err >= 0 && late.status != IBV_WC_WR_FLUSH_ERR) {
+        snprintf(what, sizeof(what), "round %d", round);
+        rf += mt_tally_end(&t, what);
+        if (t.first_err >= 0 && late.status != IBV_WC_WR_FLUSH_ERR) {
             printf(
                 "FAIL round %d: a read posted after the error completed %s, expected "
                 "WR_FLUSH_ERR (the queue pair is in the error state)\n",
@@ -200,12 +175,12 @@ int main(int argc, char *argv[]) {
             }
             free(dst);
         }
-        if (first_err >= 0) conclusive++;
+        if (t.first_err >= 0) conclusive++;
         printf(
             "round %d (%s): %d SUCCESS, %d LOC_PROT_ERR, %d WR_FLUSH_ERR, late read %s; "
             "dereg took %lld ms; connection %s\n  status %s\n",
-            round, stalled ? "server stopped" : "racing", ok, prot, fl, mt_st(late.status),
-            dereg_ms, rpma_utils_conn_event_2str(ev), line);
+            round, stalled ? "server stopped" : "racing", t.ok, t.errs, t.flushed,
+            mt_st(late.status), dereg_ms, rpma_utils_conn_event_2str(ev), t.line);
         failures += rf;
     }
     CHECK_OK(rpma_conn_cfg_delete(&cfg));

@@ -84,35 +84,17 @@ static void client(int ctl, void *arg) {
         enum rpma_conn_event ev = mt_close(&conn, 15000);
         CHECK_OK(rpma_mr_remote_delete(&remote));
 
-        int ok = 0, acc = 0, fl = 0, first_err = -1, rf = 0;
-        char line[NR + 1];
+        int rf = 0;
+        struct mt_tally t;
+        mt_tally_init(&t, IBV_WC_REM_ACCESS_ERR, 'A');
+        char what[64];
         for (int k = 0; k < NR; k++) {
             enum ibv_wc_status st = (enum ibv_wc_status)status[k];
-            line[k] = st == IBV_WC_SUCCESS          ? 'S'
-                      : st == IBV_WC_REM_ACCESS_ERR ? 'A'
-                      : st == IBV_WC_WR_FLUSH_ERR   ? 'f'
-                                                    : '?';
-            if (st == IBV_WC_SUCCESS) {
-                ok++;
+            snprintf(what, sizeof(what), "round %d: read %d", round, k);
+            if (mt_tally_add(&t, k, st, what)) {
                 long bad = it_verify(dst + (size_t)k * CHUNK, CHUNK, SEED_A + k);
                 if (bad >= 0) {
-                    printf("FAIL round %d: read %d completed SUCCESS with wrong data at %ld\n",
-                           round, k, bad);
-                    rf++;
-                }
-                if (first_err >= 0) {
-                    printf("FAIL round %d: read %d completed SUCCESS after read %d failed\n", round,
-                           k, first_err);
-                    rf++;
-                }
-            } else {
-                if (first_err < 0) first_err = k;
-                if (st == IBV_WC_REM_ACCESS_ERR)
-                    acc++;
-                else if (st == IBV_WC_WR_FLUSH_ERR)
-                    fl++;
-                else {
-                    printf("FAIL round %d: read %d: status %s\n", round, k, mt_st(st));
+                    printf("FAIL %s completed SUCCESS with wrong data at %ld\n", what, bad);
                     rf++;
                 }
             }
@@ -124,24 +106,19 @@ static void client(int ctl, void *arg) {
                 rf++;
             }
         }
-        line[NR] = '\0';
-        if (acc > 1) {
-            printf(
-                "FAIL round %d: %d reads completed REM_ACCESS_ERR; after the first the queue "
-                "pair is in the error state\n",
-                round, acc);
-            rf++;
-        }
+        snprintf(what, sizeof(what), "round %d", round);
+        rf += mt_tally_end(&t, what);
         if (dereg_ms > BOUND_MS) {
             printf("FAIL round %d: rpma_mr_dereg took %lld ms\n", round, dereg_ms);
             rf++;
         }
-        if (first_err >= 0) conclusive++;
+        if (t.first_err >= 0) conclusive++;
         printf(
             "round %d: %d SUCCESS, %d REM_ACCESS_ERR, %d WR_FLUSH_ERR; dereg took %lld ms, last "
             "completion %+lld ms after it; connection %s%s\n  status %s\n",
-            round, ok, acc, fl, dereg_ms, last - t_dereg, rpma_utils_conn_event_2str(ev),
-            first_err < 0 ? " (inconclusive: all answered before the dereg)" : "", line);
+            round, t.ok, t.errs, t.flushed, dereg_ms, last - t_dereg,
+            rpma_utils_conn_event_2str(ev),
+            t.first_err < 0 ? " (inconclusive: all answered before the dereg)" : "", t.line);
         failures += rf;
     }
     if (g_stalled && conclusive < ROUNDS) {

@@ -196,25 +196,19 @@ static int round_trip(int round, int ctl, int pid, bool *conclusive) {
     if (sscanf(rep, "%40s %4s %d %d %d %d", chunks, recvs, &rst[0], &rst[1], &rst[2], &rst[3]) != 6)
         IT_FAIL("bad report '%s'", rep);
 
-    int ok = 0, prot = 0, flushed = 0, other = 0, first_err = -1, failures = 0;
-    char line[NOPS + 1], placed[NOPS + 1];
+    int failures = 0;
+    struct mt_tally t;
+    mt_tally_init(&t, IBV_WC_LOC_PROT_ERR, 'P');
+    char placed[NOPS + 1], name[64];
     for (int i = 0; i < NOPS; i++) {
         bool is_write = order[i] < WR_SEND;
         int idx = (int)(order[i] - (is_write ? WR_WRITE : WR_SEND));
         char what = is_write ? chunks[idx] : recvs[idx];
         const char *kind = is_write ? "write" : "send";
         enum ibv_wc_status st = (enum ibv_wc_status)status[i];
-        line[i] = st == IBV_WC_SUCCESS        ? 'S'
-                  : st == IBV_WC_LOC_PROT_ERR ? 'P'
-                  : st == IBV_WC_WR_FLUSH_ERR ? 'f'
-                                              : '?';
+        snprintf(name, sizeof(name), "round %d: %s %d", round, kind, idx);
         placed[i] = what;
-        if (st == IBV_WC_SUCCESS) {
-            ok++;
-            if (first_err >= 0) {
-                printf("FAIL: %s %d completed SUCCESS after an earlier error\n", kind, idx);
-                failures++;
-            }
+        if (mt_tally_add(&t, i, st, name)) {
             if (what != 'F') {
                 printf("FAIL: %s %d completed SUCCESS but the target holds %s\n", kind, idx,
                        what == 'L' ? "data written into the source after the dereg"
@@ -224,18 +218,6 @@ static int round_trip(int round, int ctl, int pid, bool *conclusive) {
             if (!is_write && rst[idx] != IBV_WC_SUCCESS) {
                 printf("FAIL: send %d completed SUCCESS, its receive %s\n", idx,
                        rst[idx] == -1 ? "did not complete" : mt_st(rst[idx]));
-                failures++;
-            }
-        } else {
-            if (first_err < 0) first_err = i;
-            if (st == IBV_WC_LOC_PROT_ERR)
-                prot++;
-            else if (st == IBV_WC_WR_FLUSH_ERR)
-                flushed++;
-            else {
-                other++;
-                printf("FAIL: %s %d: status %s, expected LOC_PROT_ERR or WR_FLUSH_ERR\n", kind, idx,
-                       mt_st(st));
                 failures++;
             }
         }
@@ -249,24 +231,19 @@ static int round_trip(int round, int ctl, int pid, bool *conclusive) {
             failures++;
         }
     }
-    line[NOPS] = placed[NOPS] = '\0';
-    if (prot > 1) {
-        printf(
-            "FAIL: %d completions IBV_WC_LOC_PROT_ERR; after the first the queue pair is in "
-            "the error state (WR_FLUSH_ERR)\n",
-            prot);
-        failures++;
-    }
-    if (g_stalled && first_err < 0) {
+    placed[NOPS] = '\0';
+    snprintf(name, sizeof(name), "round %d", round);
+    failures += mt_tally_end(&t, name);
+    if (g_stalled && t.first_err < 0) {
         printf("FAIL: every operation completed SUCCESS although the server was stopped\n");
         failures++;
     }
-    *conclusive = first_err >= 0;
+    *conclusive = t.first_err >= 0;
     printf(
         "round %d: %d SUCCESS, %d LOC_PROT_ERR, %d WR_FLUSH_ERR, %d other; dereg took %lld "
         "ms; connection ended %s%s\n  status %s\n  target %s\n",
-        round, ok, prot, flushed, other, t_dereg, rpma_utils_conn_event_2str(ev),
-        first_err < 0 ? " (inconclusive: all sent before the dereg)" : "", line, placed);
+        round, t.ok, t.errs, t.flushed, t.other, t_dereg, rpma_utils_conn_event_2str(ev),
+        t.first_err < 0 ? " (inconclusive: all sent before the dereg)" : "", t.line, placed);
     return failures;
 }
 
