@@ -497,6 +497,13 @@ void QueuePair::lost(const char *why) {
     RPMA_LOG_NOTICE("connection lost: %s", why);
     {
         std::lock_guard lk(sq_mu_);
+        if (!error_ && !outstanding_.empty() && source_faulted(outstanding_.front().seq)) {
+            // a message half sent from a dead region ended the connection: it fails first, as
+            // the NIC reports it
+            Outstanding o = std::move(outstanding_.front());
+            outstanding_.pop_front();
+            push_send_wc(o, IBV_WC_LOC_PROT_ERR, 0);
+        }
         flush_all_locked();
     }
     remove_stream(main_);
@@ -602,12 +609,22 @@ void QueuePair::update_mask(Stream &s) {
 
 bool QueuePair::region_vanished(Stream &s, TxItem &it) {
     bool started = &it == &s.txq.front() && s.tx_off > 0;
+    bool message = it.hdr.op == static_cast<uint8_t>(Op::kSend) ||
+                   it.hdr.op == static_cast<uint8_t>(Op::kSendImm);
     if (is_request(it.hdr.op)) {
         // The source was deregistered: the request completes with LOC_PROT_ERR in its turn. A
-        // frame not yet begun becomes an empty write the peer acknowledges; one half sent is
-        // finished with zeros (the target range is then undefined, as after a failed RDMA write).
+        // frame not yet begun becomes an empty write the peer acknowledges; a write half sent
+        // is finished with zeros (the target range is then undefined, as after a failed RDMA
+        // write). A message half sent ends the connection: finished, it would complete the
+        // peer's receive, which on a NIC never sees its last packet and is flushed.
+        if (started && message && s.why) return false;  // found before; the stream is down
         s.src_faults.push_back(it.seq);
         faults_.fetch_add(1, std::memory_order_release);
+        if (started && message) {
+            RPMA_LOG_ERROR("a region was deregistered under a message in progress");
+            s.why = "a region was deregistered under a message in progress";
+            return false;
+        }
         if (!started) {
             it.hdr.op = static_cast<uint8_t>(Op::kWrite);
             it.hdr.flags = kAckRequested;
@@ -685,7 +702,12 @@ bool QueuePair::flush_tx(Stream &s) {
         }
         for (int i = 0; i < nheld; ++i) held[i]->release();
         if (dead) {
-            if (!region_vanished(s, *dead)) return false;
+            if (!region_vanished(s, *dead)) {
+                // the engine sees the end of the stream even when an application thread's
+                // post found this
+                ::shutdown(s.fd.get(), SHUT_RDWR);
+                return false;
+            }
             continue;
         }
         if (n < 0) {
@@ -1445,7 +1467,8 @@ QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Step::kBlock;
     if (n <= 0) {
-        s.why = n == 0 ? "the peer closed the connection mid-message" : strerror(errno);
+        if (!s.why)  // the first cause: flush_tx may have shut the socket down
+            s.why = n == 0 ? "the peer closed the connection mid-message" : strerror(errno);
         return Step::kFatal;
     }
     size_t got = static_cast<size_t>(n);
@@ -1513,8 +1536,9 @@ void QueuePair::read_stream(Stream &s) {
             st = Step::kBlock;
         } else {
             st = Step::kFatal;
-            s.why =
-                n == 0 ? "the peer closed the connection without a disconnect" : strerror(errno);
+            if (!s.why)
+                s.why = n == 0 ? "the peer closed the connection without a disconnect"
+                               : strerror(errno);
         }
     }
     if (st == Step::kFatal) {

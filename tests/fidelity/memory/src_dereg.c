@@ -2,7 +2,7 @@
 /*
  * src_dereg.c -- the source of queued writes and sends is deregistered (initiator side).
  *
- * usage: src_dereg PORT overwrite|stalled|free|free_stalled
+ * usage: src_dereg PORT overwrite|stalled|free|free_stalled|message_stalled
  *
  * The client posts 40 signaled 1 MiB writes with 4 sends of 64 KiB among them, all from one
  * region, and at once deregisters that region; most of the data still sits in the send queue
@@ -12,7 +12,11 @@
  *              until after the overwrite, so nothing can drain meanwhile;
  *   free       it frees the source (glibc gives a 40 MiB block back with munmap: a later read
  *              fails or faults; under ASan the block is poisoned, so a read is reported);
- *   free_stalled  free with the server stopped.
+ *   free_stalled  free with the server stopped;
+ *   message_stalled  stalled, with 16 MiB sends, each posted before its 10 writes: the dereg
+ *              finds the first send half sent. Finishing it would complete the receive, which on
+ *              a NIC never sees its last packet: the send completes LOC_PROT_ERR, the receive
+ *              does not complete SUCCESS, the rest is flushed (the connection ends).
  * A racing round (overwrite, free) may find everything sent before the dereg (a busy machine
  * can deschedule the posting thread); it is repeated then, up to 10 rounds.
  * As on a NIC, which stops reading a region once it is deregistered:
@@ -35,7 +39,7 @@
 #define CHUNK (1u << 20)
 #define NW 40 /* writes */
 #define NS 4  /* sends, one after every 10 writes */
-#define SLEN (64u << 10)
+#define SLEN g_slen
 #define SRC_LEN ((size_t)NW * CHUNK + (size_t)NS * SLEN)
 #define SEND_OFF ((size_t)NW * CHUNK)
 #define NOPS (NW + NS)
@@ -48,6 +52,8 @@
 #define WR_RECV 3000
 
 static const char *g_port;
+static size_t g_slen = 64u << 10; /* a send's length */
+static bool g_stalled, g_free, g_message_first;
 
 /* F: all pattern A; N: untouched (Z); P: partly A; L: holds words of pattern B */
 static char classify(const char *buf, size_t len, uint64_t a, uint64_t b, uint64_t z) {
@@ -123,7 +129,12 @@ static void server(int ctl, void *arg) {
     free(rbuf);
 }
 
-static bool g_stalled, g_free;
+static void post_send(struct rpma_conn *conn, struct rpma_mr_local *mr, int r, uint64_t *order,
+                      int *n) {
+    CHECK_OK(rpma_send(conn, mr, SEND_OFF + (size_t)r * SLEN, SLEN, RPMA_F_COMPLETION_ALWAYS,
+                       (void *)(uintptr_t)(WR_SEND + r)));
+    order[(*n)++] = WR_SEND + r;
+}
 
 /*
  * One round on a fresh connection; returns the number of failed checks and sets *conclusive when
@@ -150,15 +161,11 @@ static int round_trip(int round, int ctl, int pid, bool *conclusive) {
     int n = 0;
     if (g_stalled) mt_stop(pid);
     for (int k = 0; k < NW; k++) {
+        if (k % 10 == 0 && g_message_first) post_send(conn, mr, k / 10, order, &n);
         CHECK_OK(rpma_write(conn, remote, (size_t)k * CHUNK, mr, (size_t)k * CHUNK, CHUNK,
                             RPMA_F_COMPLETION_ALWAYS, (void *)(uintptr_t)(WR_WRITE + k)));
         order[n++] = WR_WRITE + k;
-        if (k % 10 == 9) {
-            int r = k / 10;
-            CHECK_OK(rpma_send(conn, mr, SEND_OFF + (size_t)r * SLEN, SLEN,
-                               RPMA_F_COMPLETION_ALWAYS, (void *)(uintptr_t)(WR_SEND + r)));
-            order[n++] = WR_SEND + r;
-        }
+        if (k % 10 == 9 && !g_message_first) post_send(conn, mr, k / 10, order, &n);
     }
     long long t0 = it_now_ms();
     CHECK_OK(rpma_mr_dereg(&mr));
@@ -238,6 +245,10 @@ static int round_trip(int round, int ctl, int pid, bool *conclusive) {
         printf("FAIL: every operation completed SUCCESS although the server was stopped\n");
         failures++;
     }
+    if (g_message_first && (t.first_err != 0 || t.errs != 1)) {
+        printf("FAIL: the half-sent send 0 did not complete LOC_PROT_ERR first\n");
+        failures++;
+    }
     *conclusive = t.first_err >= 0;
     printf(
         "round %d: %d SUCCESS, %d LOC_PROT_ERR, %d WR_FLUSH_ERR, %d other; dereg took %lld "
@@ -250,10 +261,13 @@ static int round_trip(int round, int ctl, int pid, bool *conclusive) {
 int main(int argc, char *argv[]) {
     const char *variant;
     mt_init(argc, argv, &g_port, &variant);
-    g_stalled = strcmp(variant, "stalled") == 0 || strcmp(variant, "free_stalled") == 0;
+    g_message_first = strcmp(variant, "message_stalled") == 0;
+    g_stalled = strstr(variant, "stalled") != NULL;
     g_free = strncmp(variant, "free", 4) == 0;
+    if (g_message_first) g_slen = 16u << 20;
     if (!g_stalled && !g_free && strcmp(variant, "overwrite") != 0) {
-        fprintf(stderr, "usage: %s PORT overwrite|stalled|free|free_stalled\n", argv[0]);
+        fprintf(stderr, "usage: %s PORT overwrite|stalled|free|free_stalled|message_stalled\n",
+                argv[0]);
         return 2;
     }
     int ctl = -1;
