@@ -69,7 +69,7 @@ RPMA_EXPORT int rpma_conn_wait(struct rpma_conn *conn, int flags, struct rpma_cq
                                bool *is_rcq) {
     if (!conn || !cq) return RPMA_E_INVAL;
     return api::guarded([&] {
-        Cq *fired = nullptr;
+        prov::CompletionQueue *fired = nullptr;
         int ret = C(conn)->wait(flags, &fired, is_rcq);
         if (ret == 0) *cq = api::handle<rpma_cq>(fired);
         return ret;

@@ -8,15 +8,15 @@ using namespace rpma;
 RPMA_EXPORT int rpma_peer_new(struct ibv_context *ibv_ctx, struct rpma_peer **peer_ptr) {
     if (!ibv_ctx || !peer_ptr) return RPMA_E_INVAL;
     return api::guarded([&] {
-        Device *dev = Device::from_context(ibv_ctx);
+        prov::Device *dev = prov::device_from_context(ibv_ctx);
         if (!dev) {
             RPMA_LOG_ERROR("not a device context from rpma_utils_get_ibv_context");
             return RPMA_E_PROVIDER;
         }
-        auto *p = new (std::nothrow) Peer(dev);
-        if (!p) return RPMA_E_NOMEM;
-        *peer_ptr = api::handle<rpma_peer>(p);
-        return 0;
+        Peer *p = nullptr;
+        int ret = Peer::create(dev, &p);
+        if (ret == 0) *peer_ptr = api::handle<rpma_peer>(p);
+        return ret;
     });
 }
 
@@ -25,7 +25,7 @@ RPMA_EXPORT int rpma_peer_delete(struct rpma_peer **peer_ptr) {
     if (!*peer_ptr) return 0;
     auto *p = api::obj<Peer>(*peer_ptr);
     if (int ret = p->check_process("the peer")) return ret;  // its engine thread is the parent's
-    if (p->users() > 0) {
+    if (!p->try_retire()) {
         RPMA_LOG_ERROR("the peer is still used by %d registrations, endpoints or connections",
                        p->users());
         return RPMA_E_PROVIDER;  // as ibv_dealloc_pd fails with EBUSY; *peer_ptr is kept

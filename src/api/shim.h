@@ -5,7 +5,7 @@
 
 #include <new>
 
-#include "core/log.h"
+#include "common/log.h"
 
 #define RPMA_EXPORT extern "C" __attribute__((visibility("default")))
 

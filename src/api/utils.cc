@@ -1,6 +1,6 @@
 // rpma_utils_get_ibv_context, rpma_utils_ibv_context_is_odp_capable
 #include "api/shim.h"
-#include "core/device.h"
+#include "provider/provider.h"
 
 using namespace rpma;
 
@@ -9,13 +9,13 @@ RPMA_EXPORT int rpma_utils_get_ibv_context(const char *addr, enum rpma_util_ibv_
     if (!addr || !ibv_ctx_ptr ||
         (type != RPMA_UTIL_IBV_CONTEXT_LOCAL && type != RPMA_UTIL_IBV_CONTEXT_REMOTE))
         return RPMA_E_INVAL;
-    return api::guarded([&] { return Device::lookup(addr, type, ibv_ctx_ptr); });
+    return api::guarded([&] { return prov::lookup_device(addr, type, ibv_ctx_ptr); });
 }
 
 RPMA_EXPORT int rpma_utils_ibv_context_is_odp_capable(struct ibv_context *ibv_ctx,
                                                       int *is_odp_capable) {
     if (!ibv_ctx || !is_odp_capable) return RPMA_E_INVAL;
-    if (!Device::from_context(ibv_ctx)) {
+    if (!prov::device_from_context(ibv_ctx)) {
         RPMA_LOG_ERROR("not a device context of this library");
         return RPMA_E_PROVIDER;
     }

@@ -3,15 +3,16 @@
 #include <cstring>
 #include <utility>
 
+#include "common/log.h"
 #include "core/conn_cfg.h"
-#include "core/log.h"
 #include "core/mr_local.h"
 #include "core/mr_remote.h"
 #include "core/srq.h"
 
 namespace rpma {
 
-int ConnResources::create(Peer *peer, const ConnCfg &cfg, std::unique_ptr<ConnResources> *out) {
+int ConnResources::create(Peer *peer, const ConnCfg &cfg, const char *addr, const char *port,
+                          std::unique_ptr<ConnResources> *out) {
     auto *srq = reinterpret_cast<Srq *>(cfg.srq());
     if (cfg.shared_channel() && srq && srq->rcq()) {
         RPMA_LOG_ERROR(
@@ -19,34 +20,33 @@ int ConnResources::create(Peer *peer, const ConnCfg &cfg, std::unique_ptr<ConnRe
             "own RCQ");
         return RPMA_E_INVAL;
     }
-    tcp::Engine *engine = peer->engine();
-    if (!engine) return RPMA_E_PROVIDER;
+    prov::Domain &dom = peer->domain();
     auto r = std::make_unique<ConnResources>();
     r->srq = srq;
     if (srq) srq->ref();  // released by ~ConnResources, on every path
     r->shared = cfg.shared_channel();
-    r->channel = std::make_unique<ComplChannel>();
+    if (int ret = dom.create_channel(&r->channel)) return ret;
     r->events = std::make_unique<FdQueue<rpma_conn_event>>();
-    if (!r->channel->valid() || !r->events->valid()) return RPMA_E_PROVIDER;
-    r->cq = std::make_unique<Cq>(r->channel.get(), r->shared);
+    if (!r->events->valid()) return RPMA_E_PROVIDER;
+    r->cq = dom.create_cq(r->channel.get(), r->shared);
     if (cfg.rcq_size() > 0) {
-        ComplChannel *ch = r->channel.get();
+        prov::CompletionChannel *ch = r->channel.get();
         if (!r->shared) {
-            r->rcq_channel = std::make_unique<ComplChannel>();
-            if (!r->rcq_channel->valid()) return RPMA_E_PROVIDER;
+            if (int ret = dom.create_channel(&r->rcq_channel)) return ret;
             ch = r->rcq_channel.get();
         }
-        r->rcq = std::make_unique<Cq>(ch, r->shared);
+        r->rcq = dom.create_cq(ch, r->shared);
     }
-    tcp::QpConfig qc;
-    qc.sq_size = cfg.sq_size();
-    qc.rq_size = cfg.rq_size();
-    qc.timeout_ms = cfg.timeout_ms();
-    qc.cq = r->cq.get();
-    qc.recv_cq = srq && srq->rcq() ? srq->rcq() : r->rcq ? r->rcq.get() : r->cq.get();
-    qc.srq = srq ? &srq->queue() : nullptr;
-    r->qp = tcp::QueuePair::create(engine, &peer->mrs(), qc, r->events.get());
-    r->cq->set_driver(r->qp.get());
+    prov::QpAttr qa;
+    qa.sq_size = cfg.sq_size();
+    qa.rq_size = cfg.rq_size();
+    qa.timeout_ms = cfg.timeout_ms();
+    qa.cq = r->cq.get();
+    qa.recv_cq = srq && srq->rcq() ? srq->rcq() : r->rcq ? r->rcq.get() : r->cq.get();
+    qa.srq = srq ? &srq->queue() : nullptr;
+    qa.events = r->events.get();
+    int ret = addr ? dom.create_qp(addr, port, qa, &r->qp) : dom.create_qp(qa, &r->qp);
+    if (ret) return ret;
     r->peer = peer;
     peer->ref();
     *out = std::move(r);
@@ -54,7 +54,6 @@ int ConnResources::create(Peer *peer, const ConnCfg &cfg, std::unique_ptr<ConnRe
 }
 
 ConnResources::~ConnResources() {
-    if (cq) cq->set_driver(nullptr);
     if (qp) qp->close();
     qp.reset();
     if (srq) srq->unref();  // the queue pair no longer takes receives from it
@@ -74,10 +73,10 @@ void Conn::private_data(rpma_conn_private_data *pd) const {
     pd->len = static_cast<uint8_t>(v.size());
 }
 
-int Conn::wait(int flags, Cq **cq, bool *is_rcq) {
+int Conn::wait(int flags, prov::CompletionQueue **cq, bool *is_rcq) {
     if (!r_->shared) return RPMA_E_NOT_SHARED_CHNL;
     for (;;) {
-        Cq *fired = r_->channel->wait();
+        prov::CompletionQueue *fired = r_->channel->wait();
         if (!fired) return RPMA_E_NO_COMPLETION;
         fired->arm();
         // With WAIT_FOR_COMPLETION a wake-up whose completion was already taken does not count.
@@ -118,24 +117,21 @@ bool Conn::local_fault(const MrLocal *mr, int usage, const char *what) const {
     return false;
 }
 
-namespace {
-
-bool op_len_ok(size_t len) {
-    if (len > tcp::kMaxOpLength) {
-        RPMA_LOG_ERROR("an operation moves at most %u bytes, not %zu", tcp::kMaxOpLength, len);
+bool Conn::op_len_ok(size_t len) const {
+    uint32_t max = r_->peer->caps().max_op_length;
+    if (len > max) {
+        RPMA_LOG_ERROR("an operation moves at most %u bytes, not %zu", max, len);
         return false;
     }
     return true;
 }
 
-}  // namespace
-
 int Conn::read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off, size_t len,
                int flags, uint64_t wr_id) {
     if (!local_range_ok(dst, dst_off, len, "read destination") || !op_len_ok(len))
         return RPMA_E_INVAL;
-    tcp::SendWr wr;
-    wr.op = tcp::Op::kRead;
+    prov::SendWr wr;
+    wr.op = prov::WrOp::kRead;
     wr.wr_id = wr_id;
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
     wr.local = dst ? dst->ptr() + dst_off : nullptr;
@@ -150,8 +146,8 @@ int Conn::read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off
 int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t src_off, size_t len,
                 int flags, uint64_t wr_id, const uint32_t *imm) {
     if (!local_range_ok(src, src_off, len, "write source") || !op_len_ok(len)) return RPMA_E_INVAL;
-    tcp::SendWr wr;
-    wr.op = imm ? tcp::Op::kWriteImm : tcp::Op::kWrite;
+    prov::SendWr wr;
+    wr.op = imm ? prov::WrOp::kWriteImm : prov::WrOp::kWrite;
     wr.wr_id = wr_id;
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
     wr.local = src ? src->ptr() + src_off : nullptr;
@@ -166,8 +162,8 @@ int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t 
 
 int Conn::atomic_write(const MrRemote *dst, size_t dst_off, const char src[8], int flags,
                        uint64_t wr_id) {
-    tcp::SendWr wr;
-    wr.op = tcp::Op::kAtomicWrite;
+    prov::SendWr wr;
+    wr.op = prov::WrOp::kAtomicWrite;
     wr.wr_id = wr_id;
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
     wr.len = 8;
@@ -192,22 +188,22 @@ int Conn::flush(const MrRemote *dst, size_t dst_off, size_t len, rpma_flush_type
         return RPMA_E_NOSUPP;
     }
     if (!op_len_ok(len)) return RPMA_E_INVAL;
-    tcp::SendWr wr;
-    wr.op = tcp::Op::kFlush;
+    prov::SendWr wr;
+    wr.op = prov::WrOp::kFlush;
     wr.wr_id = wr_id;
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
     wr.len = static_cast<uint32_t>(len);
     wr.raddr = dst->addr() + dst_off;
     wr.rkey = dst->rkey();
-    wr.flags = type == RPMA_FLUSH_TYPE_PERSISTENT ? tcp::kFlushPersistent : 0;
+    wr.persistent = type == RPMA_FLUSH_TYPE_PERSISTENT;
     return r_->qp->post_send(std::move(wr));
 }
 
 int Conn::send(const MrLocal *src, size_t off, size_t len, int flags, uint64_t wr_id,
                const uint32_t *imm) {
     if (!local_range_ok(src, off, len, "send source") || !op_len_ok(len)) return RPMA_E_INVAL;
-    tcp::SendWr wr;
-    wr.op = imm ? tcp::Op::kSendImm : tcp::Op::kSend;
+    prov::SendWr wr;
+    wr.op = imm ? prov::WrOp::kSendImm : prov::WrOp::kSend;
     wr.wr_id = wr_id;
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
     wr.local = src ? src->ptr() + off : nullptr;
@@ -219,7 +215,7 @@ int Conn::send(const MrLocal *src, size_t off, size_t len, int flags, uint64_t w
 }
 
 int Conn::recv(MrLocal *dst, size_t off, size_t len, uint64_t wr_id) {
-    PostedRecv r;
+    prov::RecvWr r;
     int ret = make_recv(r_->peer, dst, off, len, wr_id, &r);
     return ret ? ret : r_->qp->post_recv(std::move(r));
 }

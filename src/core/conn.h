@@ -7,11 +7,9 @@
 #include <atomic>
 #include <memory>
 
-#include "core/compl_channel.h"
-#include "core/cq.h"
-#include "core/fd_queue.h"
+#include "common/fd_queue.h"
 #include "core/peer.h"
-#include "provider/tcp/queue_pair.h"
+#include "provider/provider.h"
 
 namespace rpma {
 
@@ -21,18 +19,20 @@ class MrRemote;
 class Srq;
 
 struct ConnResources {
-    static int create(Peer *peer, const ConnCfg &cfg, std::unique_ptr<ConnResources> *out);
+    // The queue pair connects to addr:port, or (addr null) is for an incoming request.
+    static int create(Peer *peer, const ConnCfg &cfg, const char *addr, const char *port,
+                      std::unique_ptr<ConnResources> *out);
     ~ConnResources();
 
     Peer *peer = nullptr;
     Srq *srq = nullptr;
     bool shared = false;
-    std::unique_ptr<ComplChannel> channel;      // the CQ's, or the shared one
-    std::unique_ptr<ComplChannel> rcq_channel;  // the RCQ's own when not shared
-    std::unique_ptr<Cq> cq;
-    std::unique_ptr<Cq> rcq;
+    std::unique_ptr<prov::CompletionChannel> channel;      // the CQ's, or the shared one
+    std::unique_ptr<prov::CompletionChannel> rcq_channel;  // the RCQ's own when not shared
+    std::unique_ptr<prov::CompletionQueue> cq;
+    std::unique_ptr<prov::CompletionQueue> rcq;
     std::unique_ptr<FdQueue<rpma_conn_event>> events;
-    std::shared_ptr<tcp::QueuePair> qp;
+    std::shared_ptr<prov::QueuePair> qp;
 };
 
 class Conn {
@@ -47,11 +47,11 @@ class Conn {
         direct_write_to_pmem_ = direct_write_to_pmem;
     }
     uint32_t qp_num() const noexcept { return r_->qp->qp_num(); }
-    Cq *cq() const noexcept { return r_->cq.get(); }
-    Cq *rcq() const noexcept { return r_->rcq.get(); }
+    prov::CompletionQueue *cq() const noexcept { return r_->cq.get(); }
+    prov::CompletionQueue *rcq() const noexcept { return r_->rcq.get(); }
     bool shared_channel() const noexcept { return r_->shared; }
     int compl_fd() const noexcept { return r_->channel->fd(); }
-    int wait(int flags, Cq **cq, bool *is_rcq);
+    int wait(int flags, prov::CompletionQueue **cq, bool *is_rcq);
     int disconnect() { return r_->qp->disconnect(); }
 
     int read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off, size_t len,
@@ -68,6 +68,7 @@ class Conn {
 
   private:
     bool local_fault(const MrLocal *mr, int usage, const char *what) const;
+    bool op_len_ok(size_t len) const;
 
     std::unique_ptr<ConnResources> r_;
     std::atomic<bool> direct_write_to_pmem_{false};

@@ -1,6 +1,6 @@
 #include "core/conn_cfg.h"
 
-#include "core/log.h"
+#include "common/log.h"
 
 namespace rpma {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/conn.h"
-#include "provider/tcp/listener.h"
+#include "provider/provider.h"
 
 namespace rpma {
 
@@ -18,7 +18,8 @@ class ConnReq {
   public:
     static int outgoing(Peer *peer, const char *addr, const char *port, const ConnCfg &cfg,
                         ConnReq **out);
-    static int incoming(Peer *peer, tcp::IncomingConn in, const ConnCfg &cfg, ConnReq **out);
+    static int incoming(Peer *peer, std::unique_ptr<prov::IncomingRequest> in, const ConnCfg &cfg,
+                        ConnReq **out);
     ~ConnReq();  // an incoming request not accepted is rejected
 
     // Connects (outgoing) or accepts (incoming). The request is spent either way.
@@ -31,9 +32,7 @@ class ConnReq {
     ConnReq() = default;
     std::unique_ptr<ConnResources> r_;
     bool incoming_ = false;
-    sockaddr_storage addr_{};
-    socklen_t addr_len_ = 0;
-    tcp::IncomingConn in_;
+    std::unique_ptr<prov::IncomingRequest> in_;  // rejected if never accepted
 };
 
 }  // namespace rpma

@@ -5,10 +5,8 @@
 namespace rpma {
 
 int Ep::listen(Peer *peer, const char *addr, const char *port, Ep **out) {
-    tcp::Engine *engine = peer->engine();
-    if (!engine) return RPMA_E_PROVIDER;
-    std::shared_ptr<tcp::Listener> l;
-    int ret = tcp::Listener::create(engine, addr, port, &l);
+    std::shared_ptr<prov::Listener> l;
+    int ret = peer->domain().listen(addr, port, &l);
     if (ret) return ret;
     auto *ep = new (std::nothrow) Ep(peer, l);
     if (!ep) {
@@ -26,9 +24,9 @@ Ep::~Ep() {
 }
 
 int Ep::next_conn_req(const ConnCfg &cfg, ConnReq **out) {
-    auto in = l_->requests().pop();
+    auto in = l_->next();
     if (!in) return RPMA_E_NO_EVENT;
-    return ConnReq::incoming(peer_, std::move(*in), cfg, out);
+    return ConnReq::incoming(peer_, std::move(in), cfg, out);
 }
 
 }  // namespace rpma

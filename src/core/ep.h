@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "core/peer.h"
-#include "provider/tcp/listener.h"
+#include "provider/provider.h"
 
 namespace rpma {
 
@@ -16,13 +16,13 @@ class Ep {
     static int listen(Peer *peer, const char *addr, const char *port, Ep **out);
     ~Ep();
     Peer *peer() const noexcept { return peer_; }
-    int fd() noexcept { return l_->requests().fd(); }
+    int fd() noexcept { return l_->fd(); }
     int next_conn_req(const ConnCfg &cfg, ConnReq **out);
 
   private:
-    Ep(Peer *p, std::shared_ptr<tcp::Listener> l) noexcept : peer_(p), l_(std::move(l)) {}
+    Ep(Peer *p, std::shared_ptr<prov::Listener> l) noexcept : peer_(p), l_(std::move(l)) {}
     Peer *peer_;
-    std::shared_ptr<tcp::Listener> l_;
+    std::shared_ptr<prov::Listener> l_;
 };
 
 }  // namespace rpma

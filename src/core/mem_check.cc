@@ -8,8 +8,8 @@
 #include <charconv>
 #include <string>
 
-#include "core/fd.h"
-#include "core/log.h"
+#include "common/fd.h"
+#include "common/log.h"
 
 namespace rpma {
 

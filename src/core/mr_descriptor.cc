@@ -2,7 +2,7 @@
 
 #include <librpma.h>
 
-#include "core/log.h"
+#include "common/log.h"
 
 namespace rpma {
 namespace {

@@ -3,7 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "common/log.h"
 #include "core/mem_check.h"
 #include "core/mr_descriptor.h"
 
@@ -24,10 +24,12 @@ int MrLocal::reg(Peer *peer, void *ptr, size_t size, int usage, MrLocal **out) {
                        usage, reinterpret_cast<void *>(chk.at), MemCheck::describe(chk.fault));
         return RPMA_E_PROVIDER;  // as ibv_reg_mr fails with EFAULT
     }
-    auto region = peer->mrs().add(static_cast<char *>(ptr), size, usage);
+    std::shared_ptr<prov::MemoryRegion> region;
+    if (int ret = peer->domain().register_memory(static_cast<char *>(ptr), size, usage, &region))
+        return ret;
     auto *mr = new (std::nothrow) MrLocal(peer, region);
     if (!mr) {
-        peer->mrs().remove(region->rkey());
+        peer->domain().deregister(region);
         return RPMA_E_NOMEM;
     }
     peer->ref();
@@ -36,9 +38,7 @@ int MrLocal::reg(Peer *peer, void *ptr, size_t size, int usage, MrLocal **out) {
 }
 
 MrLocal::~MrLocal() {
-    // Remote accesses that already found the region finish before the memory is given back.
-    peer_->mrs().remove(region_->rkey());
-    region_->kill();
+    peer_->domain().deregister(region_);
     peer_->unref();
 }
 

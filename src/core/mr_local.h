@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "core/peer.h"
-#include "core/region.h"
+#include "provider/provider.h"
 
 namespace rpma {
 
@@ -16,7 +16,7 @@ class MrLocal {
     ~MrLocal();
 
     Peer *peer() const noexcept { return peer_; }
-    const std::shared_ptr<Region> &region() const noexcept { return region_; }
+    const std::shared_ptr<prov::MemoryRegion> &region() const noexcept { return region_; }
     char *ptr() const noexcept { return region_->addr(); }
     size_t size() const noexcept { return region_->size(); }
     int usage() const noexcept { return region_->usage(); }
@@ -24,9 +24,10 @@ class MrLocal {
     int advise(size_t offset, size_t len, int advice, uint32_t flags) const;
 
   private:
-    MrLocal(Peer *peer, std::shared_ptr<Region> r) noexcept : peer_(peer), region_(std::move(r)) {}
+    MrLocal(Peer *peer, std::shared_ptr<prov::MemoryRegion> r) noexcept
+        : peer_(peer), region_(std::move(r)) {}
     Peer *peer_;
-    std::shared_ptr<Region> region_;
+    std::shared_ptr<prov::MemoryRegion> region_;
 };
 
 constexpr int kAllUsage =

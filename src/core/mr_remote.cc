@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <new>
 
-#include "core/log.h"
+#include "common/log.h"
 
 namespace rpma {
 

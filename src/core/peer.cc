@@ -1,28 +1,25 @@
 #include "core/peer.h"
 
-#include "provider/tcp/engine.h"
+#include <new>
 
 namespace rpma {
 
-Peer::Peer(Device *dev) noexcept : dev_(dev) {}
-Peer::~Peer() = default;
-
-tcp::Engine *Peer::engine() {
-    // Checked before mu_: a parent thread may have held it when the process forked.
-    if (check_process("the peer's progress engine")) return nullptr;
-    std::lock_guard lk(mu_);
-    if (!engine_) {
-        auto e = std::make_unique<tcp::Engine>();
-        if (!e->ok()) return nullptr;
-        engine_ = std::move(e);
-        started_.store(engine_.get(), std::memory_order_release);
-    }
-    return engine_.get();
+int Peer::create(prov::Device *dev, Peer **out) {
+    auto d = dev->open_domain();
+    if (!d) return RPMA_E_PROVIDER;
+    auto *p = new (std::nothrow) Peer(std::move(d));
+    if (!p) return RPMA_E_NOMEM;
+    *out = p;
+    return 0;
 }
 
-int Peer::check_process(const char *what) const noexcept {
-    tcp::Engine *e = started_.load(std::memory_order_acquire);
-    return e ? e->check_process(what) : 0;
+Peer::~Peer() = default;
+
+bool Peer::try_retire() noexcept {
+    // A user appearing after a zero count would be a use after delete by the application; the
+    // exchange keeps two concurrent deletes from both succeeding.
+    int expected = 0;
+    return users_.compare_exchange_strong(expected, -1);
 }
 
 }  // namespace rpma

@@ -1,45 +1,37 @@
-// A peer: the protection-domain equivalent. Owns the region table and, from the first endpoint or
-// connection on, the progress engine thread (none at load time, so a process may fork first).
+// A peer: the protection-domain equivalent. Owns the provider's domain (the region table and,
+// from the first endpoint or connection on, the progress engine).
 #pragma once
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 
-#include "core/device.h"
-#include "core/mr_table.h"
+#include "provider/provider.h"
 
 namespace rpma {
-namespace tcp {
-class Engine;
-}
 
 class Peer {
   public:
-    explicit Peer(Device *dev) noexcept;
+    // RPMA_E_NOMEM, or RPMA_E_PROVIDER if the device opens no domain.
+    static int create(prov::Device *dev, Peer **out);
     ~Peer();
 
-    Device *device() const noexcept { return dev_; }
-    MrTable &mrs() noexcept { return mrs_; }
-    // The progress engine, started on first use; nullptr if it cannot start, or if it was
-    // started by the parent of this forked process.
-    tcp::Engine *engine();
+    prov::Domain &domain() noexcept { return *domain_; }
+    const prov::Caps &caps() const noexcept { return domain_->caps(); }
     // 0 if this process may use the peer's endpoints, requests and connections; in a forked
     // child once the parent started the engine: RPMA_E_PROVIDER, logged with `what`.
-    int check_process(const char *what) const noexcept;
+    int check_process(const char *what) const noexcept { return domain_->check_process(what); }
 
     // Objects that depend on the peer (regions, endpoints, requests, connections, SRQs).
     void ref() noexcept { users_.fetch_add(1); }
     void unref() noexcept { users_.fetch_sub(1); }
+    // Deletion succeeds only without users: false (and the peer kept) while any exists.
+    bool try_retire() noexcept;
     int users() const noexcept { return users_.load(); }
 
   private:
-    Device *dev_;
-    MrTable mrs_;
+    explicit Peer(std::unique_ptr<prov::Domain> d) noexcept : domain_(std::move(d)) {}
+    std::unique_ptr<prov::Domain> domain_;
     std::atomic<int> users_{0};
-    std::mutex mu_;
-    std::unique_ptr<tcp::Engine> engine_;
-    std::atomic<tcp::Engine *> started_{nullptr};  // engine_, readable without mu_ (fork)
 };
 
 }  // namespace rpma

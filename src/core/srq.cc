@@ -1,35 +1,34 @@
 #include "core/srq.h"
 
-#include "core/log.h"
+#include "common/log.h"
 #include "core/mr_local.h"
 #include "core/srq_cfg.h"
-#include "provider/tcp/wire.h"
 
 namespace rpma {
 
-int make_recv(const Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64_t wr_id,
-              PostedRecv *out) {
+int make_recv(Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64_t wr_id,
+              prov::RecvWr *out) {
     if (!dst) {
-        *out = PostedRecv{nullptr, nullptr, 0, wr_id};
+        *out = prov::RecvWr{nullptr, nullptr, 0, wr_id};
         return 0;
     }
-    if (offset > dst->size() || len > dst->size() - offset || len > tcp::kMaxOpLength) {
+    if (offset > dst->size() || len > dst->size() - offset || len > peer->caps().max_op_length) {
         RPMA_LOG_ERROR("receive buffer [%zu, +%zu) outside the region of %zu bytes", offset, len,
                        dst->size());
         return RPMA_E_INVAL;
     }
     bool usable = (dst->usage() & RPMA_MR_USAGE_RECV) && dst->peer() == peer;
     *out =
-        PostedRecv{dst->region(), dst->ptr() + offset, static_cast<uint32_t>(len), wr_id, usable};
+        prov::RecvWr{dst->region(), dst->ptr() + offset, static_cast<uint32_t>(len), wr_id, usable};
     return 0;
 }
 
 int Srq::create(Peer *peer, const SrqCfg &cfg, Srq **out) {
-    std::unique_ptr<Srq> s(new Srq(peer, cfg.rq_size()));
+    std::unique_ptr<Srq> s(new Srq(peer));
+    s->rq_ = peer->domain().create_srq(cfg.rq_size());
     if (cfg.rcq_size() > 0) {
-        s->channel_ = std::make_unique<ComplChannel>();
-        if (!s->channel_->valid()) return RPMA_E_PROVIDER;
-        s->rcq_ = std::make_unique<Cq>(s->channel_.get(), false);
+        if (int ret = peer->domain().create_channel(&s->channel_)) return ret;
+        s->rcq_ = peer->domain().create_cq(s->channel_.get(), false);
     }
     peer->ref();
     *out = s.release();
@@ -41,9 +40,9 @@ Srq::~Srq() {
 }
 
 int Srq::recv(MrLocal *dst, size_t offset, size_t len, uint64_t wr_id) {
-    PostedRecv r;
+    prov::RecvWr r;
     int ret = make_recv(peer_, dst, offset, len, wr_id, &r);
-    return ret ? ret : rq_.post(std::move(r));
+    return ret ? ret : rq_->post(std::move(r));
 }
 
 }  // namespace rpma

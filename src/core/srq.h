@@ -4,10 +4,8 @@
 #include <atomic>
 #include <memory>
 
-#include "core/compl_channel.h"
-#include "core/cq.h"
 #include "core/peer.h"
-#include "core/recv_queue.h"
+#include "provider/provider.h"
 
 namespace rpma {
 
@@ -19,9 +17,8 @@ class Srq {
     static int create(Peer *peer, const SrqCfg &cfg, Srq **out);
     ~Srq();
     int recv(MrLocal *dst, size_t offset, size_t len, uint64_t wr_id);
-    RecvQueue &queue() noexcept { return rq_; }
-    Cq *rcq() const noexcept { return rcq_.get(); }
-    Peer *peer() const noexcept { return peer_; }
+    prov::SharedRecvQueue &queue() noexcept { return *rq_; }
+    prov::CompletionQueue *rcq() const noexcept { return rcq_.get(); }
 
     // Connections (and connection requests) built with this SRQ; while there are any it cannot
     // be deleted, as ibv_destroy_srq fails with EBUSY.
@@ -30,16 +27,16 @@ class Srq {
     int users() const noexcept { return users_.load(); }
 
   private:
-    Srq(Peer *peer, uint32_t rq_size) : peer_(peer), rq_(rq_size) {}
+    explicit Srq(Peer *peer) noexcept : peer_(peer) {}
     Peer *peer_;
-    RecvQueue rq_;
-    std::unique_ptr<ComplChannel> channel_;
-    std::unique_ptr<Cq> rcq_;
+    std::unique_ptr<prov::SharedRecvQueue> rq_;
+    std::unique_ptr<prov::CompletionChannel> channel_;
+    std::unique_ptr<prov::CompletionQueue> rcq_;
     std::atomic<int> users_{0};
 };
 
 // Builds the receive described by (dst, offset, len) after checking it fits the region.
-int make_recv(const Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64_t wr_id,
-              PostedRecv *out);
+int make_recv(Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64_t wr_id,
+              prov::RecvWr *out);
 
 }  // namespace rpma

@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/cq.h"
-#include "core/mr_table.h"
+#include "provider/soft/cq.h"
+#include "provider/soft/mr_table.h"
 #include "provider/tcp/engine.h"
 #include "provider/tcp/queue_pair.h"
 

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/log.h"
+#include "common/log.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <condition_variable>
 #include <exception>
 
-#include "core/log.h"
+#include "common/log.h"
 
 namespace rpma::tcp {
 

@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/fd.h"
+#include "common/fd.h"
 
 namespace rpma::tcp {
 

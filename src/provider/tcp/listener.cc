@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/log.h"
+#include "common/log.h"
 #include "provider/tcp/queue_pair.h"
 
 namespace rpma::tcp {
@@ -65,6 +65,16 @@ int Listener::create(Engine *engine, const char *addr, const char *port,
 }
 
 Listener::~Listener() = default;
+
+Incoming::~Incoming() {
+    if (conn.main.valid()) QueuePair::reject(conn.main);
+}
+
+std::unique_ptr<prov::IncomingRequest> Listener::next() {
+    auto in = requests_.pop();
+    if (!in) return nullptr;
+    return std::make_unique<Incoming>(std::move(*in));
+}
 
 void Listener::close() {
     engine_->run_sync([this] {

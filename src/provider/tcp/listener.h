@@ -10,8 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/fd.h"
-#include "core/fd_queue.h"
+#include "common/fd.h"
+#include "common/fd_queue.h"
+#include "provider/provider.h"
 #include "provider/tcp/engine.h"
 #include "provider/tcp/wire.h"
 
@@ -24,7 +25,18 @@ struct IncomingConn {
     std::vector<uint8_t> pdata;
 };
 
-class Listener final : public Handler, public std::enable_shared_from_this<Listener> {
+// A request taken from the listener; rejected when destroyed unaccepted.
+class Incoming final : public prov::IncomingRequest {
+  public:
+    explicit Incoming(IncomingConn c) noexcept : conn(std::move(c)) {}
+    ~Incoming() override;
+    const std::vector<uint8_t> &private_data() const noexcept override { return conn.pdata; }
+    IncomingConn conn;
+};
+
+class Listener final : public prov::Listener,
+                       public Handler,
+                       public std::enable_shared_from_this<Listener> {
   public:
     // Test hook for fuzzing: feeds `data` as one accepted socket's first bytes and runs the
     // Hello parser on the calling thread. Returns how many requests were queued (0 or 1).
@@ -34,9 +46,10 @@ class Listener final : public Handler, public std::enable_shared_from_this<Liste
                       std::shared_ptr<Listener> *out);
     ~Listener() override;
 
-    FdQueue<IncomingConn> &requests() noexcept { return requests_; }
+    int fd() const noexcept override { return requests_.fd(); }
+    std::unique_ptr<prov::IncomingRequest> next() override;
     // Stops listening and refuses every request not taken yet. Not from the engine thread.
-    void close();
+    void close() override;
 
     void on_events(int fd, uint32_t events) override;
     void on_timer() override;

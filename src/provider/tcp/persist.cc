@@ -6,7 +6,7 @@
 #include <atomic>
 #include <mutex>
 
-#include "core/log.h"
+#include "common/log.h"
 
 namespace rpma::tcp {
 

@@ -16,9 +16,10 @@
 #include <cstring>
 #include <random>
 
-#include "core/cq.h"
-#include "core/log.h"
-#include "core/mr_table.h"
+#include "common/log.h"
+#include "provider/soft/cq.h"
+#include "provider/soft/mr_table.h"
+#include "provider/tcp/listener.h"
 #include "provider/tcp/persist.h"
 
 namespace rpma::tcp {
@@ -137,8 +138,8 @@ QueuePair::~QueuePair() = default;
 
 // ---------------------------------------------------------------- connection management
 
-int QueuePair::connect(const sockaddr_storage &addr, socklen_t len, const void *pdata,
-                       uint8_t pdata_len) {
+int QueuePair::connect(const void *pdata, uint8_t pdata_len) {
+    const sockaddr_storage &addr = remote_addr_;
     is_client_ = true;
     main_.is_request_stream = true;
     token_ = random_token();
@@ -161,7 +162,7 @@ int QueuePair::connect(const sockaddr_storage &addr, socklen_t len, const void *
         int one = 1;
         ::setsockopt(s->fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         s->buf.reset(new char[kStagingSize]);
-        int r = ::connect(s->fd.get(), reinterpret_cast<const sockaddr *>(&addr), len);
+        int r = ::connect(s->fd.get(), reinterpret_cast<const sockaddr *>(&addr), remote_addr_len_);
         if (r != 0 && errno != EINPROGRESS) {
             RPMA_LOG_NOTICE("connect: %m");
             fail_connect(errno == ECONNREFUSED ? RPMA_CONN_REJECTED : RPMA_CONN_UNREACHABLE);
@@ -281,15 +282,16 @@ void QueuePair::handshake_in() {
     update_mask(join_);
 }
 
-int QueuePair::accept(Fd main, Fd join, uint32_t remote_qp,
-                      const std::vector<uint8_t> &client_pdata, const void *pdata,
+int QueuePair::accept(std::unique_ptr<prov::IncomingRequest> req, const void *pdata,
                       uint8_t pdata_len) {
+    // the domain's listener made every request it is handed back
+    IncomingConn &in = static_cast<Incoming *>(req.get())->conn;
     is_client_ = false;
     join_.is_request_stream = true;
-    remote_qp_ = remote_qp;
-    remote_pdata_ = client_pdata;
-    main_.fd = std::move(main);
-    join_.fd = std::move(join);
+    remote_qp_ = in.qp_num;
+    remote_pdata_ = std::move(in.pdata);
+    main_.fd = std::move(in.main);
+    join_.fd = std::move(in.join);
     // ESTABLISHED is queued and the streams are served before the client hears the answer, so
     // whatever the client does next (even a disconnect) lands after it.
     {
@@ -362,6 +364,7 @@ void QueuePair::remove_stream(Stream &s) {
 }
 
 void QueuePair::close() {
+    cfg_.cq->set_driver(nullptr);  // a waiter on the CQ no longer drives this queue pair
     // On the engine thread, as a barrier: work already queued for it has run once this returns,
     // and anything queued later sees closed_, so nothing touches the CQs the caller frees next.
     engine_->run_sync([this] { close_on_engine(); });
@@ -747,6 +750,25 @@ void QueuePair::send_frame(Stream &s, const FrameHeader &h) {
     std::lock_guard lk(s.mu);
     enqueue(s, TxItem{h, nullptr, 0, nullptr, nullptr});
     flush_tx(s);  // a broken stream shows up on the receive side as well
+}
+
+int QueuePair::post_send(prov::SendWr w) {
+    static constexpr Op kOp[] = {Op::kWrite, Op::kWriteImm, Op::kRead,   Op::kAtomicWrite,
+                                 Op::kFlush, Op::kSend,     Op::kSendImm};
+    SendWr wr;
+    wr.op = kOp[static_cast<int>(w.op)];
+    wr.wr_id = w.wr_id;
+    wr.signaled = w.signaled;
+    wr.local = w.local;
+    wr.len = w.len;
+    wr.local_region = std::static_pointer_cast<Region>(std::move(w.local_region));
+    wr.local_fault = w.local_fault;
+    wr.raddr = w.raddr;
+    wr.rkey = w.rkey;
+    wr.imm = w.imm;
+    wr.value = w.value;
+    wr.flags = w.persistent ? kFlushPersistent : 0;
+    return post_send(std::move(wr));
 }
 
 int QueuePair::post_send(SendWr wr) {

@@ -19,23 +19,23 @@
 #include <optional>
 #include <vector>
 
-#include "core/cq.h"
-#include "core/fd.h"
-#include "core/fd_queue.h"
-#include "core/recv_queue.h"
+#include "common/fd.h"
+#include "common/fd_queue.h"
+#include "provider/provider.h"
+#include "provider/soft/cq.h"
+#include "provider/soft/recv_queue.h"
 #include "provider/tcp/engine.h"
 #include "provider/tcp/wire.h"
 
 namespace rpma {
-class Cq;
 class MrTable;
 }  // namespace rpma
 
 namespace rpma::tcp {
 
 struct QpConfig {
-    uint32_t sq_size = 10;
-    uint32_t rq_size = 10;
+    uint32_t sq_size = 0;
+    uint32_t rq_size = 0;
     int timeout_ms = RPMA_DEFAULT_TIMEOUT_MS;
     Cq *cq = nullptr;       // send-side completions
     Cq *recv_cq = nullptr;  // receive completions (the RCQ, the SRQ's RCQ, or the CQ)
@@ -60,7 +60,8 @@ struct SendWr {
     uint8_t flags = 0;
 };
 
-class QueuePair final : public Handler,
+class QueuePair final : public prov::QueuePair,
+                        public Handler,
                         public RecvWaiter,
                         public CqDriver,
                         public std::enable_shared_from_this<QueuePair> {
@@ -76,24 +77,31 @@ class QueuePair final : public Handler,
                                              FdQueue<rpma_conn_event> *events);
     ~QueuePair() override;
 
-    uint32_t qp_num() const noexcept { return qp_num_; }
+    uint32_t qp_num() const noexcept override { return qp_num_; }
 
+    // Client side: where connect() goes.
+    void set_remote(const sockaddr_storage &addr, socklen_t len) noexcept {
+        remote_addr_ = addr;
+        remote_addr_len_ = len;
+    }
     // Client side: start connecting; the outcome arrives as an event.
-    int connect(const sockaddr_storage &addr, socklen_t len, const void *pdata, uint8_t pdata_len);
+    int connect(const void *pdata, uint8_t pdata_len) override;
     // Server side: take the request's two streams and accept with our private data.
-    int accept(Fd main, Fd join, uint32_t remote_qp, const std::vector<uint8_t> &client_pdata,
-               const void *pdata, uint8_t pdata_len);
+    int accept(std::unique_ptr<prov::IncomingRequest> req, const void *pdata,
+               uint8_t pdata_len) override;
     static void reject(Fd &main);
 
-    // Both fail with RPMA_E_PROVIDER in a forked child: the connection is the parent's.
+    // All fail with RPMA_E_PROVIDER in a forked child: the connection is the parent's.
+    int post_send(prov::SendWr wr) override;
     int post_send(SendWr wr);
+    int post_recv(prov::RecvWr r) override { return post_recv(RecvQueue::from_wr(std::move(r))); }
     int post_recv(PostedRecv r);
-    int disconnect();
-    // Unhooks from the engine; once it returns no engine callback touches this object.
-    void close();
+    int disconnect() override;
+    // Unhooks from the engine and the CQ; once it returns no engine callback touches this
+    // object.
+    void close() override;
 
-    // The peer's private data: the client's on the server, the server's on the client.
-    const std::vector<uint8_t> &remote_pdata() const noexcept { return remote_pdata_; }
+    const std::vector<uint8_t> &remote_pdata() const noexcept override { return remote_pdata_; }
 
     void on_events(int fd, uint32_t events) override;
     void on_timer() override;
@@ -230,6 +238,8 @@ class QueuePair final : public Handler,
     uint32_t qp_num_;
     uint32_t remote_qp_ = 0;
     bool is_client_ = false;
+    sockaddr_storage remote_addr_{};
+    socklen_t remote_addr_len_ = 0;
     std::atomic<bool> closed_{false};  // close() ran: engine-thread work must not touch the CQs
     RecvQueue rq_;
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/cq.h"
-#include "core/mr_table.h"
+#include "provider/soft/cq.h"
+#include "provider/soft/mr_table.h"
 #include "provider/tcp/listener.h"
 #include "provider/tcp/queue_pair.h"
 

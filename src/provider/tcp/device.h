@@ -7,25 +7,27 @@
 
 #include <string>
 
-namespace rpma {
+#include "provider/provider.h"
 
-class Device {
+namespace rpma::tcp {
+
+class Device final : public prov::Device {
   public:
     // rpma_utils_get_ibv_context: the device owning addr (LOCAL) or routing to it (REMOTE).
     static int lookup(const char *addr, rpma_util_ibv_context_type type, ibv_context **out);
-    // The device behind a context this library handed out, or nullptr.
+    // The device behind a context this provider handed out, or nullptr.
     static Device *from_context(const ibv_context *ctx) noexcept;
 
-    const std::string &address() const noexcept { return address_; }
-    ibv_context *context() noexcept { return &ctx_; }
+    ibv_context *context() noexcept override { return &ctx_; }
+    std::unique_ptr<prov::Domain> open_domain() override;
 
     Device(const sockaddr_storage &ss, std::string address);
 
   private:
-    ibv_context ctx_{};  // first member: from_context relies on the layout
+    ibv_context ctx_{};
     ibv_device dev_{};
     sockaddr_storage ss_{};
     std::string address_;
 };
 
-}  // namespace rpma
+}  // namespace rpma::tcp

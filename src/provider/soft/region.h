@@ -8,22 +8,19 @@
 #include <cstdint>
 #include <memory>
 
+#include "provider/provider.h"
+
 namespace rpma {
 
-class Region {
+class Region final : public prov::MemoryRegion {
   public:
     Region(char *addr, size_t size, int usage, uint32_t rkey) noexcept
-        : addr_(addr), size_(size), usage_(usage), rkey_(rkey) {}
-
-    char *addr() const noexcept { return addr_; }
-    size_t size() const noexcept { return size_; }
-    int usage() const noexcept { return usage_; }
-    uint32_t rkey() const noexcept { return rkey_; }
+        : MemoryRegion(addr, size, usage, rkey) {}
 
     // True if [addr, addr + len) lies inside the region; overflow-safe.
     bool contains(uint64_t addr, uint64_t len) const noexcept {
-        uint64_t base = reinterpret_cast<uintptr_t>(addr_);
-        return addr >= base && len <= size_ && addr - base <= size_ - len;
+        uint64_t base = reinterpret_cast<uintptr_t>(this->addr());
+        return addr >= base && len <= size() && addr - base <= size() - len;
     }
 
     bool acquire() noexcept;
@@ -32,10 +29,6 @@ class Region {
     void kill() noexcept;
 
   private:
-    char *addr_;
-    size_t size_;
-    int usage_;
-    uint32_t rkey_;
     std::atomic<int> users_{0};
     std::atomic<bool> dead_{false};
 };

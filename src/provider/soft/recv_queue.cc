@@ -1,8 +1,8 @@
-#include "core/recv_queue.h"
+#include "provider/soft/recv_queue.h"
 
 #include <librpma.h>
 
-#include "core/log.h"
+#include "common/log.h"
 
 namespace rpma {
 
@@ -20,14 +20,6 @@ int RecvQueue::post(PostedRecv r) {
     for (auto &w : wake)
         if (auto p = w.lock()) p->recv_posted();
     return 0;
-}
-
-std::optional<PostedRecv> RecvQueue::take() {
-    std::lock_guard lk(mu_);
-    if (q_.empty()) return std::nullopt;
-    PostedRecv r = std::move(q_.front());
-    q_.pop_front();
-    return r;
 }
 
 std::optional<PostedRecv> RecvQueue::take_or_wait(std::weak_ptr<RecvWaiter> w) {

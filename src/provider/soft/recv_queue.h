@@ -9,7 +9,8 @@
 #include <optional>
 #include <vector>
 
-#include "core/region.h"
+#include "provider/provider.h"
+#include "provider/soft/region.h"
 
 namespace rpma {
 
@@ -31,12 +32,17 @@ class RecvWaiter {
     virtual void recv_posted() = 0;
 };
 
-class RecvQueue {
+class RecvQueue final : public prov::SharedRecvQueue {
   public:
     explicit RecvQueue(uint32_t capacity) noexcept : capacity_(capacity) {}
     // RPMA_E_PROVIDER when full, as ibv_post_recv would fail.
     int post(PostedRecv r);
-    std::optional<PostedRecv> take();
+    int post(prov::RecvWr r) override { return post(from_wr(std::move(r))); }
+    static PostedRecv from_wr(prov::RecvWr r) noexcept {
+        // the domain's regions are all Regions
+        return PostedRecv{std::static_pointer_cast<Region>(std::move(r.region)), r.ptr, r.len,
+                          r.wr_id, r.usable};
+    }
     // Takes one receive, or registers w to be told when one is posted.
     std::optional<PostedRecv> take_or_wait(std::weak_ptr<RecvWaiter> w);
     std::deque<PostedRecv> drain();

@@ -1,4 +1,4 @@
-#include "core/device.h"
+#include "provider/tcp/device.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -11,12 +11,16 @@
 #include <mutex>
 #include <vector>
 
-#include "core/fd.h"
-#include "core/log.h"
+#include "common/fd.h"
+#include "common/log.h"
+#include "provider/tcp/domain.h"
 
-namespace rpma {
+namespace rpma::tcp {
 
 namespace {
+
+// The port of a REMOTE lookup's throw-away connect: a UDP connect sends nothing, any port routes.
+constexpr uint16_t kRouteProbePort = 9;
 
 std::mutex g_mu;
 std::vector<std::unique_ptr<Device>> g_devices;  // never freed: contexts stay valid for the process
@@ -45,8 +49,10 @@ bool local_address_for(const addrinfo *ai, rpma_util_ibv_context_type type, sock
         *out = ss;
         return true;
     }
-    if (ss.ss_family == AF_INET) reinterpret_cast<sockaddr_in &>(ss).sin_port = htons(9);
-    if (ss.ss_family == AF_INET6) reinterpret_cast<sockaddr_in6 &>(ss).sin6_port = htons(9);
+    if (ss.ss_family == AF_INET)
+        reinterpret_cast<sockaddr_in &>(ss).sin_port = htons(kRouteProbePort);
+    if (ss.ss_family == AF_INET6)
+        reinterpret_cast<sockaddr_in6 &>(ss).sin6_port = htons(kRouteProbePort);
     if (::connect(s.get(), reinterpret_cast<sockaddr *>(&ss), ai->ai_addrlen) != 0) return false;
     socklen_t len = sizeof(*out);
     if (::getsockname(s.get(), reinterpret_cast<sockaddr *>(out), &len) != 0) return false;
@@ -102,4 +108,8 @@ Device *Device::from_context(const ibv_context *ctx) noexcept {
     return nullptr;
 }
 
-}  // namespace rpma
+std::unique_ptr<prov::Domain> Device::open_domain() {
+    return std::make_unique<Domain>();
+}
+
+}  // namespace rpma::tcp

@@ -1,4 +1,4 @@
-#include "core/mr_table.h"
+#include "provider/soft/mr_table.h"
 
 #include <mutex>
 
@@ -32,11 +32,6 @@ std::shared_ptr<Region> MrTable::find(uint32_t rkey) const {
 void MrTable::remove(uint32_t rkey) {
     std::unique_lock lk(mu_);
     regions_.erase(rkey);
-}
-
-size_t MrTable::size() const {
-    std::shared_lock lk(mu_);
-    return regions_.size();
 }
 
 }  // namespace rpma

@@ -6,7 +6,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
-#include "core/region.h"
+#include "provider/soft/region.h"
 
 namespace rpma {
 
@@ -18,7 +18,6 @@ class MrTable {
     std::shared_ptr<Region> add_with_rkey(char *addr, size_t size, int usage, uint32_t rkey);
     std::shared_ptr<Region> find(uint32_t rkey) const;
     void remove(uint32_t rkey);
-    size_t size() const;
 
   private:
     mutable std::shared_mutex mu_;

@@ -1,4 +1,4 @@
-#include "core/log.h"
+#include "common/log.h"
 
 #include <strings.h>
 #include <sys/syscall.h>

@@ -1,4 +1,4 @@
-#include "core/cq.h"
+#include "provider/soft/cq.h"
 
 #include <librpma.h>
 
@@ -38,7 +38,7 @@ int Cq::wait() {
     if (shared_) return RPMA_E_SHARED_CHANNEL;
     if (driver_ && !channel_->nonblocking()) {
         for (;;) {
-            if (Cq *fired = channel_->try_wait()) {
+            if (prov::CompletionQueue *fired = channel_->try_wait()) {
                 fired->arm();
                 return 0;
             }
@@ -48,7 +48,7 @@ int Cq::wait() {
             t_driving = nullptr;
         }
     }
-    Cq *fired = channel_->wait();
+    prov::CompletionQueue *fired = channel_->wait();
     if (!fired) return RPMA_E_NO_COMPLETION;
     fired->arm();
     return 0;

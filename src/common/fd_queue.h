@@ -13,7 +13,7 @@
 #include <mutex>
 #include <optional>
 
-#include "core/fd.h"
+#include "common/fd.h"
 
 namespace rpma {
 

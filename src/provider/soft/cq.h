@@ -1,5 +1,7 @@
 // A completion queue: a ring of ibv_wc filled by the transport, and a channel that gets one event
 // per arming. Armed at creation; rpma_cq_wait re-arms after consuming an event, as verbs do.
+// A thread waiting on (or polling) a CQ fed by one queue pair drives that queue pair itself
+// (CqDriver), saving the hop through the engine thread.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -8,7 +10,8 @@
 #include <deque>
 #include <mutex>
 
-#include "core/compl_channel.h"
+#include "provider/provider.h"
+#include "provider/soft/compl_channel.h"
 
 namespace rpma {
 
@@ -23,24 +26,22 @@ class CqDriver {
     virtual void poll_once() = 0;
 };
 
-class Cq {
+class Cq final : public prov::CompletionQueue {
   public:
     Cq(ComplChannel *channel, bool channel_shared) noexcept
         : channel_(channel), shared_(channel_shared) {}
 
     void push(const ibv_wc &wc);
     // rpma_cq_get_wc semantics: NO_COMPLETION when empty.
-    int get_wc(int num_entries, ibv_wc *wc, int *got);
+    int get_wc(int num_entries, ibv_wc *wc, int *got) override;
     // rpma_cq_wait: SHARED_CHANNEL if the channel is shared, NO_COMPLETION if non-blocking.
-    int wait();
-    void arm() noexcept { armed_.store(true); }
-    bool empty() {
+    int wait() override;
+    void arm() noexcept override { armed_.store(true); }
+    bool empty() override {
         std::lock_guard lk(mu_);
         return ring_.empty();
     }
-    int fd() const noexcept { return channel_->fd(); }
-    bool shared_channel() const noexcept { return shared_; }
-    ComplChannel *channel() const noexcept { return channel_; }
+    int fd() const noexcept override { return channel_->fd(); }
     void set_driver(CqDriver *d) noexcept { driver_ = d; }
     // The calling thread is inside drive() for this CQ: completions it pushes need no wake-up.
     static thread_local Cq *t_driving;

@@ -1,4 +1,4 @@
-#include "core/region.h"
+#include "provider/soft/region.h"
 
 #include <thread>
 

@@ -1,0 +1,213 @@
+// The provider interface: everything src/core/ knows about a transport. A provider (tcp today)
+// implements these classes; core holds them through this header only, and a provider includes
+// nothing from core. Objects mirror verbs: a device opens a domain (the protection domain plus
+// the progress engine), which registers memory and creates completion channels and queues,
+// shared receive queues, listeners and queue pairs.
+//
+// Error codes are librpma's (RPMA_E_*). Unless a method says otherwise it may be called from any
+// thread, and in a forked child every call on an object of the parent's domain fails with
+// RPMA_E_PROVIDER (check_process) or does nothing.
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <librpma.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/fd_queue.h"
+
+namespace rpma::prov {
+
+// What a provider can carry; core checks the application's arguments against it.
+struct Caps {
+    uint32_t max_op_length;     // bytes one operation (and one message) moves at most
+    uint8_t connect_pdata_max;  // private data bytes a connect carries
+    uint8_t accept_pdata_max;   // private data bytes an accept carries
+};
+
+// A registered memory region. The address, size, usage and rkey are fixed at registration;
+// the provider adds what its data path needs.
+class MemoryRegion {
+  public:
+    virtual ~MemoryRegion() = default;
+    char *addr() const noexcept { return addr_; }
+    size_t size() const noexcept { return size_; }
+    int usage() const noexcept { return usage_; }
+    uint32_t rkey() const noexcept { return rkey_; }
+
+  protected:
+    MemoryRegion(char *addr, size_t size, int usage, uint32_t rkey) noexcept
+        : addr_(addr), size_(size), usage_(usage), rkey_(rkey) {}
+
+  private:
+    char *addr_;
+    size_t size_;
+    int usage_;
+    uint32_t rkey_;
+};
+
+enum class WrOp { kWrite, kWriteImm, kRead, kAtomicWrite, kFlush, kSend, kSendImm };
+
+// One work request for the send queue.
+struct SendWr {
+    WrOp op = WrOp::kWrite;
+    uint64_t wr_id = 0;
+    bool signaled = true;
+    char *local = nullptr;  // source, or destination of a read
+    uint32_t len = 0;
+    std::shared_ptr<MemoryRegion> local_region;  // the region local points into (the domain's)
+    // The local region may not be used this way (usage, another peer): the request completes
+    // with IBV_WC_LOC_PROT_ERR in its turn and touches no memory, as a NIC checks an lkey.
+    bool local_fault = false;
+    uint64_t raddr = 0;
+    uint32_t rkey = 0;
+    uint32_t imm = 0;
+    uint64_t value = 0;       // atomic write
+    bool persistent = false;  // flush: RPMA_FLUSH_TYPE_PERSISTENT
+};
+
+// One receive, posted to a queue pair or a shared receive queue.
+struct RecvWr {
+    std::shared_ptr<MemoryRegion> region;  // null for a 0-byte receive
+    char *ptr = nullptr;
+    uint32_t len = 0;
+    uint64_t wr_id = 0;
+    // false: the region lacks RPMA_MR_USAGE_RECV or belongs to another peer; a message for it
+    // completes with IBV_WC_LOC_PROT_ERR and touches nothing, as a NIC checks the lkey
+    bool usable = true;
+};
+
+class CompletionQueue;
+
+// The fd an application waits on, and which CQ fired. One channel may serve a connection's CQ
+// and RCQ (rpma_conn_cfg_set_compl_channel).
+class CompletionChannel {
+  public:
+    virtual ~CompletionChannel() = default;
+    virtual int fd() const noexcept = 0;
+    // The CQ that fired, or nullptr if the fd is non-blocking and nothing is pending.
+    virtual CompletionQueue *wait() = 0;
+};
+
+class CompletionQueue {
+  public:
+    virtual ~CompletionQueue() = default;
+    virtual int fd() const noexcept = 0;  // its channel's
+    // rpma_cq_get_wc: 0, or RPMA_E_NO_COMPLETION when empty.
+    virtual int get_wc(int num_entries, ibv_wc *wc, int *got) = 0;
+    // rpma_cq_wait: 0, RPMA_E_SHARED_CHANNEL if the channel is shared, RPMA_E_NO_COMPLETION if
+    // the channel is non-blocking and nothing fired.
+    virtual int wait() = 0;
+    virtual void arm() noexcept = 0;  // the channel gets one event for the next completion
+    virtual bool empty() = 0;
+};
+
+class SharedRecvQueue {
+  public:
+    virtual ~SharedRecvQueue() = default;
+    // 0, or RPMA_E_PROVIDER when full (as ibv_post_srq_recv fails).
+    virtual int post(RecvWr r) = 0;
+};
+
+struct QpAttr {
+    uint32_t sq_size = 0;
+    uint32_t rq_size = 0;
+    int timeout_ms = RPMA_DEFAULT_TIMEOUT_MS;
+    CompletionQueue *cq = nullptr;       // send-side completions
+    CompletionQueue *recv_cq = nullptr;  // receive completions (the RCQ, the SRQ's, or cq)
+    SharedRecvQueue *srq = nullptr;
+    FdQueue<rpma_conn_event> *events = nullptr;  // connection events go here
+};
+
+// A connection request that arrived at a listener. Destroyed unaccepted, it is rejected.
+class IncomingRequest {
+  public:
+    virtual ~IncomingRequest() = default;
+    virtual const std::vector<uint8_t> &private_data() const noexcept = 0;
+};
+
+class QueuePair {
+  public:
+    virtual ~QueuePair() = default;
+    virtual uint32_t qp_num() const noexcept = 0;
+    // Client side: start connecting to the address given at creation; the outcome arrives as
+    // an event. 0 or RPMA_E_PROVIDER.
+    virtual int connect(const void *pdata, uint8_t pdata_len) = 0;
+    // Server side: accept `req` (spent either way) with our private data. 0 or
+    // RPMA_E_PROVIDER.
+    virtual int accept(std::unique_ptr<IncomingRequest> req, const void *pdata,
+                       uint8_t pdata_len) = 0;
+    // 0, or RPMA_E_PROVIDER (a forked child; a full receive queue). A request that cannot
+    // be carried out still returns 0 and completes with an error status in its turn.
+    virtual int post_send(SendWr wr) = 0;
+    virtual int post_recv(RecvWr r) = 0;
+    virtual int disconnect() = 0;
+    // Ends the queue pair (the peer sees CLOSED if it was established). Once it returns the
+    // provider touches neither the CQs nor the event queue nor any receive buffer.
+    virtual void close() = 0;
+    // The peer's private data: the client's on the server, the server's on the client.
+    virtual const std::vector<uint8_t> &remote_pdata() const noexcept = 0;
+};
+
+class Listener {
+  public:
+    virtual ~Listener() = default;
+    virtual int fd() const noexcept = 0;  // readable while requests wait
+    // The next request, or nullptr if none waits (RPMA_E_NO_EVENT for the caller).
+    virtual std::unique_ptr<IncomingRequest> next() = 0;
+    // Stops listening and rejects every request not taken yet. Not from a provider thread.
+    virtual void close() = 0;
+};
+
+// The protection domain and its progress engine (one per rpma_peer).
+class Domain {
+  public:
+    virtual ~Domain() = default;
+    virtual const Caps &caps() const noexcept = 0;
+    // 0 if this process may use the domain's endpoints, requests and connections; in a forked
+    // child once the parent started the engine: RPMA_E_PROVIDER, logged with `what`.
+    virtual int check_process(const char *what) const noexcept = 0;
+
+    // Registers [addr, addr + size) under a fresh rkey. 0 or RPMA_E_NOMEM.
+    virtual int register_memory(char *addr, size_t size, int usage,
+                                std::shared_ptr<MemoryRegion> *out) = 0;
+    // The rkey stops resolving, and the call returns once no access to the memory is in
+    // progress; afterwards the provider never touches it.
+    virtual void deregister(const std::shared_ptr<MemoryRegion> &mr) noexcept = 0;
+
+    // RPMA_E_PROVIDER when out of descriptors.
+    virtual int create_channel(std::unique_ptr<CompletionChannel> *out) = 0;
+    // A CQ notifying `channel`; `shared`: the channel also serves another CQ.
+    virtual std::unique_ptr<CompletionQueue> create_cq(CompletionChannel *channel, bool shared) = 0;
+    virtual std::unique_ptr<SharedRecvQueue> create_srq(uint32_t size) = 0;
+
+    // Starts listening. RPMA_E_PROVIDER (address, port, engine).
+    virtual int listen(const char *addr, const char *port, std::shared_ptr<Listener> *out) = 0;
+    // A queue pair that will connect to addr:port (client side). RPMA_E_PROVIDER when the
+    // address does not resolve or the engine cannot start.
+    virtual int create_qp(const char *addr, const char *port, const QpAttr &attr,
+                          std::shared_ptr<QueuePair> *out) = 0;
+    // A queue pair for an incoming request (server side). RPMA_E_PROVIDER.
+    virtual int create_qp(const QpAttr &attr, std::shared_ptr<QueuePair> *out) = 0;
+};
+
+// A device: what rpma_utils_get_ibv_context hands out as an ibv_context.
+class Device {
+  public:
+    virtual ~Device() = default;
+    virtual ibv_context *context() noexcept = 0;
+    // A new domain on this device (no thread starts before the domain is used).
+    virtual std::unique_ptr<Domain> open_domain() = 0;
+};
+
+// registry.cc: the device for an address, from the provider chosen for it (RPMA_PROVIDER
+// forces one: "tcp"). RPMA_E_PROVIDER if the address resolves to no device or the forced
+// provider is unknown.
+int lookup_device(const char *addr, rpma_util_ibv_context_type type, ibv_context **out);
+// The device behind a context this library handed out, or nullptr.
+Device *device_from_context(const ibv_context *ctx) noexcept;
+
+}  // namespace rpma::prov

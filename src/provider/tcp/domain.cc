@@ -1,0 +1,126 @@
+#include "provider/tcp/domain.h"
+
+#include <netdb.h>
+
+#include <cstring>
+
+#include "common/log.h"
+#include "provider/soft/compl_channel.h"
+#include "provider/soft/cq.h"
+#include "provider/soft/recv_queue.h"
+#include "provider/tcp/listener.h"
+#include "provider/tcp/queue_pair.h"
+#include "provider/tcp/wire.h"
+
+namespace rpma::tcp {
+
+namespace {
+
+constexpr prov::Caps kCaps{kMaxOpLength, kConnectPdataMax, kAcceptPdataMax};
+
+// The domain made every CQ and SRQ it is handed back: the casts cannot go wrong.
+QpConfig qp_config(const prov::QpAttr &a) {
+    QpConfig c;
+    c.sq_size = a.sq_size;
+    c.rq_size = a.rq_size;
+    c.timeout_ms = a.timeout_ms;
+    c.cq = static_cast<Cq *>(a.cq);
+    c.recv_cq = static_cast<Cq *>(a.recv_cq);
+    c.srq = static_cast<RecvQueue *>(a.srq);
+    return c;
+}
+
+}  // namespace
+
+Domain::~Domain() = default;
+
+const prov::Caps &Domain::caps() const noexcept {
+    return kCaps;
+}
+
+Engine *Domain::engine() {
+    // Checked before mu_: a parent thread may have held it when the process forked.
+    if (check_process("the peer's progress engine")) return nullptr;
+    std::lock_guard lk(mu_);
+    if (!engine_) {
+        auto e = std::make_unique<Engine>();
+        if (!e->ok()) return nullptr;
+        engine_ = std::move(e);
+        started_.store(engine_.get(), std::memory_order_release);
+    }
+    return engine_.get();
+}
+
+int Domain::check_process(const char *what) const noexcept {
+    Engine *e = started_.load(std::memory_order_acquire);
+    return e ? e->check_process(what) : 0;
+}
+
+int Domain::register_memory(char *addr, size_t size, int usage,
+                            std::shared_ptr<prov::MemoryRegion> *out) {
+    *out = mrs_.add(addr, size, usage);
+    return 0;
+}
+
+void Domain::deregister(const std::shared_ptr<prov::MemoryRegion> &mr) noexcept {
+    // Remote accesses that already found the region finish before the memory is given back.
+    mrs_.remove(mr->rkey());
+    static_cast<Region *>(mr.get())->kill();
+}
+
+int Domain::create_channel(std::unique_ptr<prov::CompletionChannel> *out) {
+    auto ch = std::make_unique<ComplChannel>();
+    if (!ch->valid()) return RPMA_E_PROVIDER;
+    *out = std::move(ch);
+    return 0;
+}
+
+std::unique_ptr<prov::CompletionQueue> Domain::create_cq(prov::CompletionChannel *channel,
+                                                         bool shared) {
+    return std::make_unique<Cq>(static_cast<ComplChannel *>(channel), shared);
+}
+
+std::unique_ptr<prov::SharedRecvQueue> Domain::create_srq(uint32_t size) {
+    return std::make_unique<RecvQueue>(size);
+}
+
+int Domain::listen(const char *addr, const char *port, std::shared_ptr<prov::Listener> *out) {
+    Engine *e = engine();
+    if (!e) return RPMA_E_PROVIDER;
+    std::shared_ptr<Listener> l;
+    int ret = Listener::create(e, addr, port, &l);
+    if (ret == 0) *out = std::move(l);
+    return ret;
+}
+
+int Domain::create_qp(const char *addr, const char *port, const prov::QpAttr &attr,
+                      std::shared_ptr<prov::QueuePair> *out) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo *res = nullptr;
+    int rc = ::getaddrinfo(addr, port, &hints, &res);
+    if (rc != 0) {
+        RPMA_LOG_ERROR("cannot resolve %s:%s: %s", addr, port, gai_strerror(rc));
+        return RPMA_E_PROVIDER;
+    }
+    sockaddr_storage ss{};
+    std::memcpy(&ss, res->ai_addr, res->ai_addrlen);
+    socklen_t len = res->ai_addrlen;
+    freeaddrinfo(res);
+    Engine *e = engine();
+    if (!e) return RPMA_E_PROVIDER;
+    auto qp = QueuePair::create(e, &mrs_, qp_config(attr), attr.events);
+    qp->set_remote(ss, len);
+    *out = std::move(qp);
+    return 0;
+}
+
+int Domain::create_qp(const prov::QpAttr &attr, std::shared_ptr<prov::QueuePair> *out) {
+    Engine *e = engine();
+    if (!e) return RPMA_E_PROVIDER;
+    *out = QueuePair::create(e, &mrs_, qp_config(attr), attr.events);
+    return 0;
+}
+
+}  // namespace rpma::tcp

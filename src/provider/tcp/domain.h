@@ -1,0 +1,49 @@
+// The tcp provider's domain: one rpma_peer's regions (by rkey) and its progress engine, which
+// starts on first use (none at load time, so a process may fork first).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "provider/provider.h"
+#include "provider/soft/mr_table.h"
+#include "provider/tcp/engine.h"
+
+namespace rpma::tcp {
+
+class Domain final : public prov::Domain {
+  public:
+    Domain() = default;
+    ~Domain() override;
+
+    const prov::Caps &caps() const noexcept override;
+    int check_process(const char *what) const noexcept override;
+
+    int register_memory(char *addr, size_t size, int usage,
+                        std::shared_ptr<prov::MemoryRegion> *out) override;
+    void deregister(const std::shared_ptr<prov::MemoryRegion> &mr) noexcept override;
+
+    int create_channel(std::unique_ptr<prov::CompletionChannel> *out) override;
+    std::unique_ptr<prov::CompletionQueue> create_cq(prov::CompletionChannel *channel,
+                                                     bool shared) override;
+    std::unique_ptr<prov::SharedRecvQueue> create_srq(uint32_t size) override;
+
+    int listen(const char *addr, const char *port, std::shared_ptr<prov::Listener> *out) override;
+    int create_qp(const char *addr, const char *port, const prov::QpAttr &attr,
+                  std::shared_ptr<prov::QueuePair> *out) override;
+    int create_qp(const prov::QpAttr &attr, std::shared_ptr<prov::QueuePair> *out) override;
+
+    MrTable &mrs() noexcept { return mrs_; }
+    // The progress engine, started on first use; nullptr if it cannot start, or if it was
+    // started by the parent of this forked process.
+    Engine *engine();
+
+  private:
+    MrTable mrs_;
+    std::mutex mu_;
+    std::unique_ptr<Engine> engine_;
+    std::atomic<Engine *> started_{nullptr};  // engine_, readable without mu_ (fork)
+};
+
+}  // namespace rpma::tcp
