@@ -47,7 +47,7 @@ void QueuePair::fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, int kind, const 
     Fd peer_main(a[1]), peer_join(b[1]);
     bool client = kind != 0;  // the completer and the reply parser are the client's
     qp->is_client_ = client;
-    (client ? qp->main_ : qp->join_).is_request_stream = true;
+    (client ? qp->main_ : qp->join_).answers_in = true;
     qp->main_.fd.reset(a[0]);
     qp->join_.fd.reset(b[0]);
     for (Stream *s : {&qp->main_, &qp->join_}) {

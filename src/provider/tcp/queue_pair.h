@@ -3,9 +3,17 @@
 // answers. So a responder that waits for a receive buffer (RNR) holds back only the peer's
 // requests, never the answers to our own.
 //
-// Roles, after soft-RoCE: the requester turns posted work requests into frames (application
-// thread), the responder executes the peer's requests against registered memory (engine thread),
-// and the completer matches answers to outstanding requests and fills the CQ (engine thread).
+// Roles, after soft-RoCE, one file each: the requester (requester.cc) turns posted work requests
+// into frames on application threads; the responder (responder.cc) executes the peer's requests
+// against registered memory; the completer (completer.cc) matches answers to outstanding
+// requests and fills the CQ. The engine thread runs the responder; the completer runs there too,
+// or on an application thread that waits on or polls its CQ (drive, poll_once): whoever holds
+// a stream's rx_mu reads it. Frames go out in qp_transmit.cc, come in in qp_receive.cc; set-up and
+// tear-down are in qp_connect.cc and qp_close.cc.
+//
+// Lock order (RankedMutex checks it in Debug and sanitizer builds):
+//   Stream::rx_mu (0) -> sq_mu_ (1) -> cm_mu_ (2) -> Stream::mu (3)
+// The CQ's, the receive queue's and the engine's own mutexes are taken last and hold nothing.
 #pragma once
 
 #include <librpma.h>
@@ -21,6 +29,7 @@
 
 #include "common/fd.h"
 #include "common/fd_queue.h"
+#include "common/ranked_mutex.h"
 #include "provider/provider.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/recv_queue.h"
@@ -123,16 +132,17 @@ class QueuePair final : public prov::QueuePair,
         const char *data;
         size_t len;
         std::shared_ptr<Region> guard;  // the region data points into (requests and read answers)
-        std::shared_ptr<char[]> owned;  // or data's own copy
         uint64_t seq = 0;               // a request's sequence number
         bool zero_fill = false;         // the rest of the payload is zeros: its source vanished
     };
 
+    enum LockRank : unsigned { kRxRank, kSqRank, kCmRank, kTxRank };
+
     struct Stream {
         Fd fd;
         uint64_t key = 0;
-        bool is_request_stream = false;  // we send requests here and read answers
-        // rx: engine thread only
+        bool answers_in = false;  // we send our requests here and read their answers
+        // rx: whoever holds rx_mu
         std::unique_ptr<char[]> buf;
         size_t head = 0, tail = 0;
         Rx rx = Rx::kHeader;
@@ -147,7 +157,7 @@ class QueuePair final : public prov::QueuePair,
         std::atomic<bool> disc_rx{false};  // the peer's Disconnect came on this stream
         bool connected = false;
         // tx: under mu
-        std::mutex mu;
+        RankedMutex mu{kTxRank};
         std::deque<TxItem> txq;
         size_t tx_off = 0;
         bool want_out = false;
@@ -157,8 +167,8 @@ class QueuePair final : public prov::QueuePair,
         bool drain_wait = false;  // the responder waits for the answers to leave
         bool nak_queued = false;  // a read answer became a NAK: the responder enters error state
         std::vector<uint64_t> src_faults;  // requests whose source vanished before it was sent
-        std::mutex rx_mu;      // whoever reads the stream holds it, a driving waiter included
-        bool backoff = false;  // under mu: the engine found rx_mu held and stopped polling
+        RankedMutex rx_mu{kRxRank};  // whoever reads the stream holds it, a driving waiter too
+        bool backoff = false;        // under mu: the engine found rx_mu held and stopped polling
     };
 
     struct Outstanding {
@@ -183,17 +193,39 @@ class QueuePair final : public prov::QueuePair,
     void enqueue(Stream &s, TxItem item);         // s.mu held
     bool region_vanished(Stream &s, TxItem &it);  // s.mu held; false: the stream must end
     bool flush_tx(Stream &s);                     // s.mu held; false on a broken stream
-    void update_mask(Stream &s);                  // s.mu held
+    // s.mu held: iovecs for the queued frames, from tx_off on; stops before a frame whose
+    // region is gone (*dead) and holds the regions it gathers from (held, released by caller)
+    int gather(Stream &s, iovec *iov, Region **held, int *nheld, TxItem **dead);
+    void consume(Stream &s, size_t n);  // s.mu held: n bytes of the queue went out
+    void update_mask(Stream &s);        // s.mu held
     void send_frame(Stream &s, const FrameHeader &h);
 
     // rx
-    void read_stream(Stream &s);         // s.rx_mu held
-    void read_stream_locked(Stream &s);  // takes s.rx_mu, or leaves the work to its holder
+    void read_stream(Stream &s);          // s.rx_mu held
+    void read_stream_if_free(Stream &s);  // takes s.rx_mu, or leaves the work to its holder
     enum class Step { kContinue, kBlock, kStall, kFatal, kStop };
-    Step responder_header(Stream &s, const FrameHeader &h);
-    Step completer_header(Stream &s, const FrameHeader &h);
+    Step read_frames(Stream &s);                  // s.rx_mu held: until blocked, stalled or done
+    Step take_header(Stream &s, bool responder);  // s.rx_mu held: the staged header
+    Step fill_staging(Stream &s, int &budget);    // s.rx_mu held: one recv into the staging buffer
+    void finish_read(Stream &s, Step st);         // s.rx_mu held: answers out, stall, end
+    Step rx_payload(Stream &s, int &budget);      // spends budget only on system calls
     void payload_done(Stream &s);
-    Step rx_payload(Stream &s, int &budget);  // spends budget only on system calls
+
+    // responder (engine thread, s.rx_mu held)
+    Step responder_header(Stream &s, const FrameHeader &h);
+    Step discard_payload(Stream &s, const FrameHeader &h);
+    // The rkey check a NIC makes: the region exists, allows the usage the request needs
+    // (required_usage) and holds the range. A 0-byte request touches nothing and passes.
+    bool access_ok(const FrameHeader &h, std::shared_ptr<Region> *region) const;
+    bool take_recv();  // a receive for the current message, or registered to wait for one
+    Step execute_write(Stream &s, const FrameHeader &h, uint64_t seq);
+    Step execute_send(Stream &s, const FrameHeader &h, uint64_t seq);
+    Step execute_read(const FrameHeader &h, uint64_t seq);
+    Step execute_atomic_write(const FrameHeader &h, uint64_t seq);
+    Step execute_flush(const FrameHeader &h, uint64_t seq);
+
+    // completer
+    Step completer_header(Stream &s, const FrameHeader &h);  // s.rx_mu held
 
     // completions
     void complete_front(ibv_wc_status st, uint32_t len);  // sq_mu_ held
@@ -221,8 +253,9 @@ class QueuePair final : public prov::QueuePair,
     void send_disconnect();      // engine thread
     void append_ack(Stream &s);  // engine thread, s.mu held
     bool answer_now(Stream &s);  // engine thread: pending ACK and answers out; false if broken
-    // engine thread: true if the request must wait until our answers have left, because too
-    // many are queued or (modifies) a read answer still points into a region (RC order).
+    // engine thread: kStall if the request must wait until our answers have left, because too
+    // many are queued or (modifies) a read answer still points into a region (RC order);
+    // kFatal if sending them failed.
     Step wait_for_answers(bool modifies);
     static bool answers_block(const Stream &s, bool modifies) noexcept;
     static bool take_drained(Stream &s) noexcept;  // s.mu held: a drain_wait request may go on
@@ -243,7 +276,7 @@ class QueuePair final : public prov::QueuePair,
     std::atomic<bool> closed_{false};  // close() ran: engine-thread work must not touch the CQs
     RecvQueue rq_;
 
-    std::mutex cm_mu_;  // cm_, disc_sent_
+    RankedMutex cm_mu_{kCmRank};  // cm_, disc_sent_
     Cm cm_ = Cm::kIdle;
     bool disc_sent_ = false;
     bool disc_done_ = false;  // engine thread: our Disconnect frames are queued
@@ -254,7 +287,7 @@ class QueuePair final : public prov::QueuePair,
     Reply reply_{};
     size_t reply_got_ = 0;
 
-    std::mutex sq_mu_;  // requester state
+    RankedMutex sq_mu_{kSqRank};  // requester and completer state
     bool error_ = false;
     uint64_t next_seq_ = 1;
     std::deque<Outstanding> outstanding_;

@@ -1,0 +1,47 @@
+// Every fact about a request opcode, in one table that the requester, the responder and the
+// completer read instead of each switching on the opcode (after rxe's rxe_opcode table).
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <librpma.h>
+
+#include "provider/tcp/wire.h"
+
+namespace rpma::tcp {
+
+struct OpInfo {
+    const char *name;
+    bool payload;      // data follows the header (the length is the payload's)
+    bool recv;         // consumes a receive at the responder
+    bool modifies;     // changes target memory: waits until earlier read answers have left
+    int usage;         // what the rkey's region must allow (0: no rkey); see required_usage
+    ibv_wc_opcode wc;  // the requester's completion opcode
+};
+
+// Indexed by Op; only requests (is_request) have an entry that means anything.
+inline constexpr OpInfo kOpTable[] = {
+    {"invalid", false, false, false, 0, IBV_WC_RDMA_WRITE},
+    {"write", true, false, true, RPMA_MR_USAGE_WRITE_DST, IBV_WC_RDMA_WRITE},
+    {"write_imm", true, true, true, RPMA_MR_USAGE_WRITE_DST, IBV_WC_RDMA_WRITE},
+    {"read", false, false, false, RPMA_MR_USAGE_READ_SRC, IBV_WC_RDMA_READ},
+    {"atomic_write", false, false, true, RPMA_MR_USAGE_WRITE_DST, IBV_WC_RDMA_WRITE},
+    // a flush completes as the read that implements it on RDMA
+    {"flush", false, false, false, RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY, IBV_WC_RDMA_READ},
+    {"send", true, true, true, 0, IBV_WC_SEND},
+    {"send_imm", true, true, true, 0, IBV_WC_SEND},
+};
+static_assert(sizeof(kOpTable) / sizeof(kOpTable[0]) == static_cast<size_t>(Op::kSendImm) + 1);
+
+inline const OpInfo &op_info(Op op) noexcept {
+    return kOpTable[is_request(static_cast<uint8_t>(op)) ? static_cast<int>(op) : 0];
+}
+
+// The usage a request needs on its target region: a persistent flush asks for more.
+inline int required_usage(const FrameHeader &h) noexcept {
+    Op op = static_cast<Op>(h.op);
+    if (op == Op::kFlush && (h.flags & kFlushPersistent))
+        return RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT;
+    return op_info(op).usage;
+}
+
+}  // namespace rpma::tcp

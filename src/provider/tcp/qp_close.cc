@@ -1,0 +1,225 @@
+// Tear-down: disconnect, an orderly close on delete (linger), and a lost connection.
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "provider/tcp/qp_internal.h"
+#include "provider/tcp/queue_pair.h"
+
+namespace rpma::tcp {
+
+void QueuePair::close() {
+    cfg_.cq->set_driver(nullptr);  // a waiter on the CQ no longer drives this queue pair
+    // On the engine thread, as a barrier: work already queued for it has run once this returns,
+    // and anything queued later sees closed_, so nothing touches the CQs the caller frees next.
+    engine_->run_sync([this] { close_on_engine(); });
+}
+
+void QueuePair::close_on_engine() {
+    closed_.store(true);
+    bool graceful;
+    {
+        std::lock_guard lk(cm_mu_);
+        graceful = cm_ == Cm::kEstablished;
+        cm_ = graceful ? Cm::kClosing : Cm::kDone;
+        disc_sent_ = true;
+        deadline_ = Clock::now() + kLingerTimeout;
+    }
+    {
+        std::lock_guard lk(sq_mu_);
+        error_ = true;
+        outstanding_.clear();  // nobody is left to see their completions
+    }
+    if (!graceful) {
+        remove_stream(main_);
+        remove_stream(join_);
+        return;
+    }
+    // Deleting a live connection closes it as rdma_disconnect would: the peer gets CLOSED. What
+    // is queued must not reach for the application's memory once delete returns.
+    bool disc = disc_done_;
+    disc_done_ = true;
+    for (Stream *s : {&main_, &join_}) {
+        std::lock_guard lk(s->mu);
+        settle_for_close(*s);
+        if (!disc) {
+            FrameHeader h{};
+            h.op = static_cast<uint8_t>(Op::kDisconnect);
+            enqueue(*s, TxItem{h, nullptr, 0, nullptr});
+        }
+        s->rx_on = s->key != 0;
+        s->stalled = s->backoff = false;  // from now on the peer's input is only drained
+        if (flush_tx(*s) && s->txq.empty()) {
+            ::shutdown(s->fd.get(), SHUT_WR);
+            s->wr_shut = true;
+        }
+        update_mask(*s);
+    }
+    engine_->add_timer(deadline_, weak_from_this());
+}
+
+void QueuePair::settle_for_close(Stream &s) {
+    bool answers = &s == &resp();
+    uint64_t limit = UINT64_MAX;  // answers: the last request whose answer still goes out
+    for (auto it = s.txq.begin(); it != s.txq.end();) {
+        bool started = it == s.txq.begin() && s.tx_off > 0;
+        Op op = static_cast<Op>(it->hdr.op);
+        if (started) {
+            // The frame half sent is finished, from its region while the region lives (it
+            // belongs to the peer, not to the connection); see flush_tx for a region that dies.
+            ++it;
+            continue;
+        }
+        bool drop;
+        if (!answers)
+            drop = is_request(it->hdr.op);  // never seen by the peer: it flushes them anyway
+        else if (op == Op::kReadResp && it->guard && limit == UINT64_MAX)
+            limit = it->hdr.aux - 1, drop = true;
+        else
+            drop = limit != UINT64_MAX && op != Op::kDisconnect && op != Op::kAck;
+        if (answers && !drop && op == Op::kAck && limit != UINT64_MAX) {
+            it->hdr.aux = std::min(it->hdr.aux, limit);  // never acknowledge a dropped read
+            drop = it->hdr.aux == 0;
+        }
+        if (drop) {
+            if (it->guard) --s.data_items;
+            it = s.txq.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    if (answers && !resp_error_) {
+        uint64_t last = std::min(resp_seq_.load(), limit);
+        if (last > resp_acked_) {
+            FrameHeader a{};
+            a.op = static_cast<uint8_t>(Op::kAck);
+            a.aux = last;
+            resp_acked_ = last;
+            // before a Disconnect already queued, so the peer counts it
+            auto pos = std::find_if(s.txq.begin(), s.txq.end(), [](const TxItem &t) {
+                return t.hdr.op == static_cast<uint8_t>(Op::kDisconnect);
+            });
+            if (pos == s.txq.begin() && s.tx_off > 0) ++pos;
+            s.txq.insert(pos, TxItem{a, nullptr, 0, nullptr});
+        }
+    }
+}
+
+void QueuePair::linger_events(Stream &s, uint32_t events) {
+    bool done = false;
+    {
+        std::lock_guard lk(s.mu);
+        if (!s.key) return;
+        if ((events & EPOLLOUT) || !s.txq.empty()) {
+            if (!flush_tx(s)) {
+                // half a read answer is out and its region is gone: only a broken connection
+                // keeps the peer from using what it got
+                ::shutdown(main_.fd.get(), SHUT_RDWR);
+                ::shutdown(join_.fd.get(), SHUT_RDWR);
+                done = true;
+            }
+        }
+        if (!done && s.txq.empty() && !s.wr_shut) {
+            ::shutdown(s.fd.get(), SHUT_WR);
+            s.wr_shut = true;
+        }
+    }
+    // The peer's input is read and dropped until it closes its end: closing a socket with
+    // unread input would reset the connection and could destroy our Disconnect on the way.
+    while (!done && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+        ssize_t n = ::recv(s.fd.get(), g_discard, sizeof(g_discard), MSG_DONTWAIT);
+        if (n > 0) continue;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) break;
+        done = true;
+    }
+    if (done) remove_stream(s);
+}
+
+void QueuePair::lost(const char *why) {
+    {
+        std::lock_guard lk(cm_mu_);
+        if (cm_ == Cm::kDone || cm_ == Cm::kClosing) return;
+        cm_ = Cm::kDone;
+    }
+    RPMA_LOG_NOTICE("connection lost: %s", why);
+    {
+        std::lock_guard lk(sq_mu_);
+        if (!error_ && !outstanding_.empty() && source_faulted(outstanding_.front().seq)) {
+            // a message half sent from a dead region ended the connection: it fails first, as
+            // the NIC reports it
+            Outstanding o = std::move(outstanding_.front());
+            outstanding_.pop_front();
+            push_send_wc(o, IBV_WC_LOC_PROT_ERR, 0);
+        }
+        flush_all_locked();
+    }
+    remove_stream(main_);
+    remove_stream(join_);
+    // The peer learns at once (end of stream) instead of at its dead-peer timeout.
+    for (Stream *s : {&main_, &join_})
+        if (s->fd.valid()) ::shutdown(s->fd.get(), SHUT_RDWR);
+    post_event(RPMA_CONN_LOST);
+}
+
+void QueuePair::send_disconnect() {
+    // Runs on the engine thread, which owns the responder state: everything executed is
+    // acknowledged before the stream ends, so the peer never flushes work that was done.
+    FrameHeader h{};
+    h.op = static_cast<uint8_t>(Op::kDisconnect);
+    if (disc_done_) return;
+    disc_done_ = true;
+    for (Stream *s : {&main_, &join_}) {
+        std::lock_guard lk(s->mu);
+        if (s == &resp() && !resp_error_ && resp_seq_ > resp_acked_) append_ack(*s);
+        enqueue(*s, TxItem{h, nullptr, 0, nullptr});
+        flush_tx(*s);
+    }
+}
+
+int QueuePair::disconnect() {
+    {
+        std::lock_guard lk(cm_mu_);
+        if (cm_ != Cm::kEstablished || disc_sent_) return 0;
+        disc_sent_ = true;
+    }
+    engine_->post([w = weak_from_this()] {
+        auto self = w.lock();
+        if (self && !self->closed_) self->send_disconnect();
+    });
+    return 0;
+}
+
+void QueuePair::maybe_closed() {
+    {
+        std::lock_guard lk(cm_mu_);
+        if (cm_ != Cm::kEstablished) return;
+        if (!disc_sent_) {
+            disc_sent_ = true;  // answer the peer's disconnect, as a DREP would
+            if (engine_->in_loop()) {
+                send_disconnect();
+            } else {
+                engine_->post([w = weak_from_this()] {
+                    auto self = w.lock();
+                    if (self && !self->closed_) self->send_disconnect();
+                });
+            }
+        }
+        if (!(main_.disc_rx && join_.disc_rx)) return;
+        cm_ = Cm::kDone;
+    }
+    {
+        std::lock_guard lk(sq_mu_);
+        flush_all_locked();
+    }
+    for (Stream *s : {&main_, &join_}) {
+        bool idle;
+        {
+            std::lock_guard lk(s->mu);
+            idle = s->txq.empty();
+        }
+        if (idle) remove_stream(*s);  // else the engine removes it once the queue drains
+    }
+    post_event(RPMA_CONN_CLOSED);
+}
+
+}  // namespace rpma::tcp

@@ -1,0 +1,237 @@
+// Connection set-up: the client's connect and handshake, the server's accept, and the set-up
+// timers.
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "provider/tcp/listener.h"
+#include "provider/tcp/qp_internal.h"
+#include "provider/tcp/queue_pair.h"
+
+namespace rpma::tcp {
+
+int QueuePair::connect(const void *pdata, uint8_t pdata_len) {
+    const sockaddr_storage &addr = remote_addr_;
+    is_client_ = true;
+    main_.answers_in = true;
+    token_ = random_token();
+    if (pdata_len)
+        local_pdata_.assign(static_cast<const uint8_t *>(pdata),
+                            static_cast<const uint8_t *>(pdata) + pdata_len);
+    {
+        std::lock_guard lk(cm_mu_);
+        cm_ = Cm::kConnecting;
+        deadline_ = Clock::now() + std::chrono::milliseconds(cfg_.timeout_ms);
+    }
+    for (Stream *s : {&main_, &join_}) {
+        s->fd.reset(::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (!s->fd.valid()) {
+            RPMA_LOG_ERROR("socket: %m");
+            return RPMA_E_PROVIDER;
+        }
+        set_socket_options(s->fd.get());
+        // Our ephemeral port then lingers in TIME_WAIT without blocking a later listen on it.
+        int one = 1;
+        ::setsockopt(s->fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        s->buf.reset(new char[kStagingSize]);
+        int r = ::connect(s->fd.get(), reinterpret_cast<const sockaddr *>(&addr), remote_addr_len_);
+        if (r != 0 && errno != EINPROGRESS) {
+            RPMA_LOG_NOTICE("connect: %m");
+            fail_connect(errno == ECONNREFUSED ? RPMA_CONN_REJECTED : RPMA_CONN_UNREACHABLE);
+            return 0;
+        }
+    }
+    auto self = shared_from_this();
+    for (Stream *s : {&main_, &join_}) {
+        {
+            std::lock_guard lk(s->mu);
+            s->want_out = true;  // connect completion shows as writability
+        }
+        // No QP lock across add(): it waits for the engine thread, which may need one.
+        uint64_t key = engine_->add(s->fd.get(), EPOLLOUT, self);
+        if (key == 0) return RPMA_E_PROVIDER;
+        std::lock_guard lk(s->mu);
+        s->key = key;
+        update_mask(*s);  // the engine may have moved on while the key was unknown
+    }
+    engine_->add_timer(deadline_, weak_from_this());
+    return 0;
+}
+
+void QueuePair::fail_connect(rpma_conn_event ev) {
+    {
+        std::lock_guard lk(cm_mu_);
+        if (cm_ == Cm::kDone) return;
+        cm_ = Cm::kDone;
+    }
+    {
+        std::lock_guard lk(sq_mu_);
+        flush_all_locked();
+    }
+    remove_stream(main_);
+    remove_stream(join_);
+    post_event(ev);
+}
+
+void QueuePair::handshake_out(Stream &s) {
+    {
+        std::lock_guard lk(s.mu);
+        if (s.connected) return;  // Hello sent already; a late writability event
+    }
+    int err = 0;
+    socklen_t el = sizeof(err);
+    if (::getsockopt(s.fd.get(), SOL_SOCKET, SO_ERROR, &err, &el) != 0) err = errno;
+    if (err == EINPROGRESS || err == EALREADY) return;
+    if (err != 0) {
+        RPMA_LOG_NOTICE("connect: %s", strerror(err));
+        fail_connect(err == ECONNREFUSED ? RPMA_CONN_REJECTED : RPMA_CONN_UNREACHABLE);
+        return;
+    }
+    Hello h{};
+    h.magic = kMagic;
+    h.version = kProtocolVersion;
+    h.role = static_cast<uint8_t>(&s == &main_ ? StreamRole::kMain : StreamRole::kJoin);
+    h.token = token_;
+    h.qp_num = qp_num_;
+    if (&s == &main_) {
+        h.pdata_len = static_cast<uint8_t>(local_pdata_.size());
+        if (!local_pdata_.empty()) std::memcpy(h.pdata, local_pdata_.data(), local_pdata_.size());
+    }
+    if (!write_all_small(s.fd.get(), &h, sizeof(h))) {
+        RPMA_LOG_NOTICE("sending the connection request failed: %m");
+        fail_connect(RPMA_CONN_UNREACHABLE);
+        return;
+    }
+    {
+        std::lock_guard lk(s.mu);
+        s.connected = true;
+        s.want_out = false;
+        // The join stream waits for the answer on the main one: the server may send on it (even
+        // its Disconnect and end of stream) as soon as it has accepted.
+        s.rx_on = &s == &main_;
+        update_mask(s);
+    }
+    std::lock_guard lk(cm_mu_);
+    if (cm_ == Cm::kConnecting && main_.connected && join_.connected) {
+        cm_ = Cm::kAwaitReply;
+        deadline_ = Clock::now() + kReplyTimeout;
+        engine_->add_timer(deadline_, weak_from_this());
+    }
+}
+
+void QueuePair::handshake_in() {
+    char *p = reinterpret_cast<char *>(&reply_) + reply_got_;
+    ssize_t r = ::recv(main_.fd.get(), p, sizeof(reply_) - reply_got_, MSG_DONTWAIT);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (r <= 0) {
+        RPMA_LOG_NOTICE("the server closed the connection before answering");
+        fail_connect(RPMA_CONN_REJECTED);
+        return;
+    }
+    reply_got_ += static_cast<size_t>(r);
+    if (reply_got_ < sizeof(reply_)) return;
+    if (reply_.magic != kMagic || reply_.pdata_len > kAcceptPdataMax ||
+        (reply_.kind != static_cast<uint8_t>(ReplyKind::kAccept) &&
+         reply_.kind != static_cast<uint8_t>(ReplyKind::kReject))) {
+        RPMA_LOG_ERROR("malformed answer to the connection request");
+        fail_connect(RPMA_CONN_LOST);
+        return;
+    }
+    if (reply_.kind == static_cast<uint8_t>(ReplyKind::kReject)) {
+        fail_connect(RPMA_CONN_REJECTED);
+        return;
+    }
+    remote_qp_ = reply_.qp_num;
+    remote_pdata_.assign(reply_.pdata, reply_.pdata + reply_.pdata_len);
+    {
+        std::lock_guard lk(cm_mu_);
+        if (cm_ != Cm::kAwaitReply) return;
+        cm_ = Cm::kEstablished;
+    }
+    post_event(RPMA_CONN_ESTABLISHED);
+    std::lock_guard lk(join_.mu);
+    join_.rx_on = true;
+    update_mask(join_);
+}
+
+int QueuePair::accept(std::unique_ptr<prov::IncomingRequest> req, const void *pdata,
+                      uint8_t pdata_len) {
+    // the domain's listener made every request it is handed back
+    IncomingConn &in = static_cast<Incoming *>(req.get())->conn;
+    is_client_ = false;
+    join_.answers_in = true;
+    remote_qp_ = in.qp_num;
+    remote_pdata_ = std::move(in.pdata);
+    main_.fd = std::move(in.main);
+    join_.fd = std::move(in.join);
+    // ESTABLISHED is queued and the streams are served before the client hears the answer, so
+    // whatever the client does next (even a disconnect) lands after it.
+    {
+        std::lock_guard lk(cm_mu_);
+        cm_ = Cm::kEstablished;
+    }
+    post_event(RPMA_CONN_ESTABLISHED);
+    auto self = shared_from_this();
+    for (Stream *s : {&main_, &join_}) {
+        set_socket_options(s->fd.get());
+        s->buf.reset(new char[kStagingSize]);
+        {
+            std::lock_guard lk(s->mu);
+            s->connected = true;
+            s->rx_on = true;
+        }
+        // No QP lock across add(): it waits for the engine thread, which may need one.
+        uint64_t key = engine_->add(s->fd.get(), EPOLLIN | EPOLLRDHUP, self);
+        if (key == 0) return RPMA_E_PROVIDER;
+        std::lock_guard lk(s->mu);
+        s->key = key;
+        update_mask(*s);
+    }
+    Reply rep{};
+    rep.magic = kMagic;
+    rep.kind = static_cast<uint8_t>(ReplyKind::kAccept);
+    rep.pdata_len = pdata_len;
+    rep.qp_num = qp_num_;
+    if (pdata_len) std::memcpy(rep.pdata, pdata, pdata_len);
+    // Nothing else is written on the main stream before the client has this answer.
+    if (!write_all_small(main_.fd.get(), &rep, sizeof(rep))) lost("sending the accept failed");
+    return 0;
+}
+
+void QueuePair::reject(Fd &main) {
+    Reply rep{};
+    rep.magic = kMagic;
+    rep.kind = static_cast<uint8_t>(ReplyKind::kReject);
+    write_all_small(main.get(), &rep, sizeof(rep));
+}
+
+void QueuePair::on_timer() {
+    Cm cm;
+    Clock::time_point dl;
+    {
+        std::lock_guard lk(cm_mu_);
+        cm = cm_;
+        dl = deadline_;
+    }
+    if (cm == Cm::kClosing) {
+        if (Clock::now() < dl) return;
+        remove_stream(main_);  // the peer never closed its end: give up on it
+        remove_stream(join_);
+        return;
+    }
+    if (closed_) return;
+    if ((cm == Cm::kConnecting || cm == Cm::kAwaitReply) && Clock::now() >= dl) {
+        RPMA_LOG_NOTICE("connection set-up timed out");
+        fail_connect(RPMA_CONN_UNREACHABLE);
+    }
+}
+
+void QueuePair::remove_stream(Stream &s) {
+    uint64_t key;
+    {
+        std::lock_guard lk(s.mu);
+        key = std::exchange(s.key, 0);
+    }
+    if (key) engine_->remove(key);
+}
+
+}  // namespace rpma::tcp

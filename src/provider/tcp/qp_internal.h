@@ -1,0 +1,47 @@
+// What the parts of the queue pair share (queue_pair.cc defines the functions). Internal to
+// the tcp provider.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "provider/tcp/wire.h"
+
+namespace rpma::tcp {
+
+constexpr size_t kStagingSize = 16 * 1024;
+constexpr size_t kDirectThreshold = 4096;  // payloads this big bypass the staging buffer
+constexpr int kMaxIov = 64;
+// Read answers the responder lets queue before it sends them itself: one sendmsg gathers a
+// header and a payload per frame, so this many fill its iovec list.
+constexpr size_t kAnswersPerSend = kMaxIov / 2;
+// Reads per call: small, so the engine round-robins between streams (level-triggered epoll
+// brings it back). A stream that kept the engine for long would delay the answers on the
+// other streams, and a peer waiting for them would fill its send queue.
+constexpr int kRxBudget = 2;
+constexpr auto kReplyTimeout = std::chrono::seconds(30);
+// How long a deleted connection waits for the peer to take our Disconnect and close its end.
+constexpr auto kLingerTimeout = std::chrono::seconds(2);
+// Answers queued behind a full socket before the responder stops taking requests: a peer that
+// does not read its answers stalls only its own connection, never our memory.
+constexpr size_t kMaxQueuedAnswers = 64;
+
+// Bytes that go nowhere (skipped payloads) land here; nobody reads them, so one buffer serves
+// every thread.
+constexpr size_t kDiscardSize = 64 * 1024;
+extern char g_discard[kDiscardSize];
+// The rest of a write whose source was deregistered mid-send goes out as zeros.
+constexpr size_t kZeroSize = 64 * 1024;
+extern const char g_zero[kZeroSize];
+
+uint64_t random_token();
+// TCP_NODELAY, keepalive and TCP_USER_TIMEOUT from the dead-peer timeout.
+void set_socket_options(int fd);
+// Only for the handshake: a fresh socket's buffer always takes a few hundred bytes.
+bool write_all_small(int fd, const void *p, size_t n);
+ibv_wc_status nak_to_status(uint16_t st);
+
+}  // namespace rpma::tcp

@@ -1,0 +1,296 @@
+// The receive side of both streams: engine events, the staging buffer, payloads placed
+// straight into their target, and threads that drive their own connection.
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cstring>
+
+#include "common/log.h"
+#include "provider/tcp/qp_internal.h"
+#include "provider/tcp/queue_pair.h"
+
+namespace rpma::tcp {
+
+void QueuePair::on_events(int fd, uint32_t events) {
+    Stream &s = fd == main_.fd.get() ? main_ : join_;
+    if (s.fd.get() != fd) return;
+    Cm cm;
+    {
+        std::lock_guard lk(cm_mu_);
+        cm = cm_;
+    }
+    if (cm == Cm::kConnecting || (cm == Cm::kAwaitReply && !s.connected)) {
+        if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) handshake_out(s);
+        return;
+    }
+    if (cm == Cm::kAwaitReply) {
+        if (&s == &main_)
+            handshake_in();
+        else if (events & (EPOLLHUP | EPOLLERR))
+            remove_stream(s);  // reset: the main stream reports the outcome
+        return;
+    }
+    if (cm == Cm::kClosing) {
+        linger_events(s, events);
+        return;
+    }
+    if (cm == Cm::kDone || cm == Cm::kIdle) {
+        std::lock_guard lk(s.mu);
+        if ((events & EPOLLOUT) && flush_tx(s) && !s.txq.empty()) return;
+        uint64_t key = std::exchange(s.key, 0);
+        if (key) engine_->remove(key);
+        return;
+    }
+    if (events & EPOLLOUT) {
+        bool sent, drained = false;
+        {
+            std::lock_guard lk(s.mu);
+            sent = flush_tx(s);
+            drained = sent && take_drained(s);
+        }
+        if (!sent) {
+            lost(s.why ? s.why : "send failed");  // not under s.mu: lost() takes it
+            return;
+        }
+        if (&s == &resp()) absorb_queued_nak();
+        if (drained) resume_now();  // the request waiting for our answers to leave
+    }
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        if (s.stalled && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+            // The stalled request hides what follows it. A Disconnect on the other stream and
+            // an orderly end of this one mean the peer closed in order (it deleted the
+            // connection while its send waited for a receive).
+            Stream &other = &s == &main_ ? join_ : main_;
+            if (!other.disc_rx) read_stream_if_free(other);
+            if (other.disc_rx && !(events & EPOLLERR)) {
+                s.disc_rx = true;
+                {
+                    std::lock_guard lk(s.mu);
+                    s.rx_on = false;
+                    update_mask(s);
+                }
+                maybe_closed();
+                return;
+            }
+            lost("the peer went away while its send waited for a receive");
+            return;
+        }
+        read_stream_if_free(s);
+    }
+}
+
+void QueuePair::read_stream_if_free(Stream &s) {
+    std::unique_lock rl(s.rx_mu, std::try_to_lock);
+    if (!rl) {
+        // A waiting thread drives this stream (drive). Stop polling it here until that thread
+        // lets go, then check once more: either it sees backoff, or this try succeeds.
+        {
+            std::lock_guard lk(s.mu);
+            s.backoff = true;
+            update_mask(s);
+        }
+        if (!rl.try_lock()) return;
+        std::lock_guard lk(s.mu);
+        s.backoff = false;
+        update_mask(s);
+    }
+    read_stream(s);
+}
+
+void QueuePair::drive(int channel_fd) {
+    Stream &s = req();
+    std::unique_lock rl(s.rx_mu);
+    bool ok = established();  // the handshake owns the stream until then
+    {
+        std::lock_guard lk(s.mu);
+        ok = ok && s.key != 0 && s.rx_on;
+    }
+    if (!ok) rl.unlock();
+    // Holding rx_mu across the poll keeps the engine off this stream: one wake-up, not two.
+    pollfd p[2] = {{channel_fd, POLLIN, 0}, {s.fd.get(), POLLIN, 0}};
+    int n = ::poll(p, ok ? 2 : 1, -1);
+    if (!ok) return;
+    if (n > 0 && p[1].revents) read_stream(s);
+    rl.unlock();
+    std::lock_guard lk(s.mu);
+    if (s.backoff) {
+        s.backoff = false;  // the engine stepped aside for us: hand the stream back
+        update_mask(s);
+    }
+}
+
+bool QueuePair::established() {
+    std::lock_guard lk(cm_mu_);
+    return cm_ == Cm::kEstablished;
+}
+
+void QueuePair::poll_once() {
+    Stream &s = req();
+    if (!established()) return;  // the handshake owns the stream until then
+    std::unique_lock rl(s.rx_mu, std::try_to_lock);
+    if (!rl) return;  // someone is reading it already
+    {
+        std::lock_guard lk(s.mu);
+        if (!s.key || !s.rx_on) return;
+    }
+    read_stream(s);
+    rl.unlock();
+    std::lock_guard lk(s.mu);
+    if (s.backoff) {
+        s.backoff = false;
+        update_mask(s);
+    }
+}
+
+QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
+    // bytes already staged
+    size_t staged = s.tail - s.head;
+    if (staged && s.remaining) {
+        size_t take = static_cast<size_t>(std::min<uint64_t>(staged, s.remaining));
+        if (s.dst && !s.failed) {
+            RegionUse use(s.dst_region.get());
+            if (use.ok() || !s.dst_region)
+                std::memcpy(s.dst, s.buf.get() + s.head, take);
+            else
+                s.failed = true;
+        }
+        if (s.dst) s.dst += take;
+        s.head += take;
+        s.remaining -= take;
+    }
+    if (s.remaining == 0) {
+        payload_done(s);
+        return Step::kContinue;
+    }
+    if (budget-- <= 0) return Step::kBlock;  // nothing staged is left: the socket has the rest
+    if (!s.answers_in && !answer_now(s)) return Step::kFatal;
+    // straight from the socket into the target, with the next header behind it
+    s.head = s.tail = 0;
+    iovec iov[2];
+    size_t want = static_cast<size_t>(std::min<uint64_t>(s.remaining, SIZE_MAX / 2));
+    bool discard = !s.dst || s.failed;
+    iov[0].iov_base = discard ? g_discard : s.dst;
+    iov[0].iov_len = discard ? std::min(want, sizeof(g_discard)) : want;
+    iov[1].iov_base = s.buf.get();
+    iov[1].iov_len = s.remaining >= kDirectThreshold ? kHeaderSize : kStagingSize;
+    ssize_t n;
+    {
+        RegionUse use(discard ? nullptr : s.dst_region.get());
+        if (!discard && s.dst_region && !use.ok()) {
+            s.failed = true;
+            return Step::kContinue;
+        }
+        n = ::readv(s.fd.get(), iov, 2);
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Step::kBlock;
+    if (n <= 0) {
+        if (!s.why)  // the first cause: flush_tx may have shut the socket down
+            s.why = n == 0 ? "the peer closed the connection mid-message" : strerror(errno);
+        return Step::kFatal;
+    }
+    size_t got = static_cast<size_t>(n);
+    size_t into_dst = std::min(got, iov[0].iov_len);
+    if (s.dst) s.dst += into_dst;
+    s.remaining -= into_dst;
+    s.tail = got - into_dst;
+    if (s.remaining == 0) payload_done(s);
+    return Step::kContinue;
+}
+
+void QueuePair::read_stream(Stream &s) {
+    finish_read(s, read_frames(s));
+}
+
+QueuePair::Step QueuePair::read_frames(Stream &s) {
+    bool responder = !s.answers_in;
+    int budget = kRxBudget;
+    Step st = Step::kContinue;
+    while (st == Step::kContinue) {
+        if (s.disc_rx) return Step::kStop;
+        if (s.rx == Rx::kPayload) {
+            st = rx_payload(s, budget);
+        } else if (s.tail - s.head >= kHeaderSize) {
+            st = take_header(s, responder);
+        } else if (budget-- <= 0) {
+            // Yield only with nothing complete staged: what is left is in the socket, so the
+            // level-triggered engine comes back for it.
+            st = Step::kBlock;
+        } else if (responder && !answer_now(s)) {
+            st = Step::kFatal;  // answers never wait across a system call: the peer may wait
+        } else {
+            st = fill_staging(s, budget);
+        }
+    }
+    return st;
+}
+
+QueuePair::Step QueuePair::take_header(Stream &s, bool responder) {
+    FrameHeader h;
+    std::memcpy(&h, s.buf.get() + s.head, kHeaderSize);
+    Step st = responder ? responder_header(s, h) : completer_header(s, h);
+    if (st == Step::kStall) return st;  // the header stays staged for the retry
+    s.head += kHeaderSize;
+    if (st == Step::kContinue && s.payload != Payload::kNone) {
+        s.rx = Rx::kPayload;
+        if (s.remaining == 0) payload_done(s);
+    }
+    return st;
+}
+
+QueuePair::Step QueuePair::fill_staging(Stream &s, int &budget) {
+    if (s.head > 0) {
+        std::memmove(s.buf.get(), s.buf.get() + s.head, s.tail - s.head);
+        s.tail -= s.head;
+        s.head = 0;
+    }
+    size_t room = kStagingSize - s.tail;
+    ssize_t n = ::recv(s.fd.get(), s.buf.get() + s.tail, room, MSG_DONTWAIT);
+    if (n > 0) {
+        s.tail += static_cast<size_t>(n);
+        // A short read drained the socket: after these frames, stop rather than pay for an
+        // EAGAIN; the level-triggered poll says when more arrives.
+        if (static_cast<size_t>(n) < room) budget = 0;
+        return Step::kContinue;
+    }
+    if (n < 0 && errno == EINTR) return Step::kContinue;
+    if (n < 0 && errno == EAGAIN) return Step::kBlock;
+    if (!s.why)  // the first cause: flush_tx may have shut the socket down
+        s.why = n == 0 ? "the peer closed the connection without a disconnect" : strerror(errno);
+    return Step::kFatal;
+}
+
+void QueuePair::finish_read(Stream &s, Step st) {
+    bool responder = !s.answers_in;
+    if (st == Step::kFatal) {
+        if (!s.disc_rx) lost(s.why ? s.why : "protocol error");
+        return;
+    }
+    if (responder && !answer_now(s)) {
+        lost(s.why ? s.why : "send failed");
+        return;
+    }
+    bool sent = true, retry = false;
+    {
+        std::lock_guard lk(s.mu);
+        // our requests queued while the engine read answers go out now
+        if (!responder) sent = flush_tx(s);
+        if (sent && st == Step::kStall) {
+            s.stalled = true;
+            retry = take_drained(s);  // the answers left since the request chose to wait
+            update_mask(s);
+        } else if (sent && st == Step::kStop && s.rx_on) {
+            s.rx_on = false;  // end of this stream's input
+            update_mask(s);
+        }
+    }
+    if (!sent) {
+        lost(s.why ? s.why : "send failed");  // not under s.mu: lost() takes it
+        return;
+    }
+    if (responder) absorb_queued_nak();
+    if (retry) resume_responder();
+    if (s.disc_rx) maybe_closed();
+}
+
+}  // namespace rpma::tcp

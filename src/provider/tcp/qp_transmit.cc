@@ -1,0 +1,195 @@
+// The transmit side of both streams: frames queued under Stream::mu and gathered into one
+// sendmsg, with every region they point into held across the call.
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "provider/tcp/qp_internal.h"
+#include "provider/tcp/queue_pair.h"
+
+namespace rpma::tcp {
+
+void QueuePair::enqueue(Stream &s, TxItem item) {
+    if (item.guard) ++s.data_items;
+    s.txq.push_back(std::move(item));
+}
+
+void QueuePair::update_mask(Stream &s) {
+    if (!s.key) return;
+    uint32_t m = 0;
+    if (s.rx_on) m |= s.stalled || s.backoff ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
+    if (s.want_out) m |= EPOLLOUT;
+    engine_->modify(s.fd.get(), s.key, m);
+}
+
+bool QueuePair::region_vanished(Stream &s, TxItem &it) {
+    bool started = &it == &s.txq.front() && s.tx_off > 0;
+    bool message = it.hdr.op == static_cast<uint8_t>(Op::kSend) ||
+                   it.hdr.op == static_cast<uint8_t>(Op::kSendImm);
+    if (is_request(it.hdr.op)) {
+        // The source was deregistered: the request completes with LOC_PROT_ERR in its turn. A
+        // frame not yet begun becomes an empty write the peer acknowledges; a write half sent
+        // is finished with zeros (the target range is then undefined, as after a failed RDMA
+        // write). A message half sent ends the connection: finished, it would complete the
+        // peer's receive, which on a NIC never sees its last packet and is flushed.
+        if (started && message && s.why) return false;  // found before; the stream is down
+        s.src_faults.push_back(it.seq);
+        faults_.fetch_add(1, std::memory_order_release);
+        if (started && message) {
+            RPMA_LOG_ERROR("a region was deregistered under a message in progress");
+            s.why = "a region was deregistered under a message in progress";
+            return false;
+        }
+        if (!started) {
+            it.hdr.op = static_cast<uint8_t>(Op::kWrite);
+            it.hdr.flags = kAckRequested;
+            it.hdr.length = 0;
+            it.hdr.rkey = 0;
+            it.hdr.addr = 0;
+            it.len = 0;
+        } else {
+            it.zero_fill = true;
+        }
+        it.data = nullptr;
+    } else if (!started && it.hdr.op == static_cast<uint8_t>(Op::kReadResp)) {
+        // A read whose source was deregistered before its answer began fails as an access
+        // error; the responder then enters the error state.
+        it.hdr.op = static_cast<uint8_t>(Op::kNak);
+        it.hdr.status = static_cast<uint16_t>(NakStatus::kAccess);
+        it.hdr.length = 0;
+        it.len = 0;
+        it.data = nullptr;
+        s.nak_queued = true;
+    } else {
+        // Half an answer is out: only ending the connection keeps the peer from using it.
+        RPMA_LOG_ERROR("a region was deregistered while the peer read it");
+        s.why = "a region was deregistered under a read answer in progress";
+        return false;
+    }
+    it.guard.reset();
+    --s.data_items;
+    return true;
+}
+
+bool QueuePair::flush_tx(Stream &s) {
+    while (!s.txq.empty()) {
+        iovec iov[kMaxIov];
+        Region *held[kMaxIov];
+        int nheld = 0;
+        TxItem *dead = nullptr;
+        int niov = gather(s, iov, held, &nheld, &dead);
+        ssize_t n = -1;
+        int err = 0;
+        if (!dead) {
+            msghdr msg{};
+            msg.msg_iov = iov;
+            msg.msg_iovlen = static_cast<size_t>(niov);
+            n = ::sendmsg(s.fd.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+            err = errno;
+        }
+        for (int i = 0; i < nheld; ++i) held[i]->release();
+        if (dead) {
+            if (region_vanished(s, *dead)) continue;
+            // the engine sees the end of the stream even when an application thread's post
+            // found this
+            ::shutdown(s.fd.get(), SHUT_RDWR);
+            return false;
+        }
+        if (n < 0 && err == EINTR) continue;
+        if (n < 0 && err == EAGAIN) {
+            if (!s.want_out) {
+                s.want_out = true;
+                update_mask(s);
+            }
+            return true;
+        }
+        if (n < 0) {
+            s.why = strerror(err);
+            return false;
+        }
+        consume(s, static_cast<size_t>(n));
+    }
+    if (s.want_out) {
+        s.want_out = false;
+        update_mask(s);
+    }
+    return true;
+}
+
+int QueuePair::gather(Stream &s, iovec *iov, Region **held, int *nheld, TxItem **dead) {
+    int niov = 0;
+    size_t off = s.tx_off;
+    for (auto it = s.txq.begin(); it != s.txq.end() && niov + 2 <= kMaxIov; ++it) {
+        if (off < kHeaderSize) {
+            iov[niov++] = {reinterpret_cast<char *>(&it->hdr) + off, kHeaderSize - off};
+            off = 0;
+        } else {
+            off -= kHeaderSize;
+        }
+        if (it->len > off) {
+            if (it->zero_fill) {
+                size_t n = std::min(it->len - off, sizeof(g_zero));
+                iov[niov++] = {const_cast<char *>(g_zero), n};
+                if (n < it->len - off) break;
+                off = 0;
+                continue;
+            }
+            if (it->guard) {
+                // Held across the send: deregistration waits for it, and after it no byte of
+                // the region is read.
+                if (!it->guard->acquire()) {
+                    *dead = &*it;
+                    break;
+                }
+                held[(*nheld)++] = it->guard.get();
+            }
+            iov[niov++] = {const_cast<char *>(it->data) + off, it->len - off};
+        }
+        off = 0;
+    }
+    return niov;
+}
+
+void QueuePair::consume(Stream &s, size_t n) {
+    while (n > 0) {
+        size_t left = kHeaderSize + s.txq.front().len - s.tx_off;
+        if (n < left) {
+            s.tx_off += n;
+            return;
+        }
+        n -= left;
+        if (s.txq.front().guard) --s.data_items;
+        s.txq.pop_front();
+        s.tx_off = 0;
+    }
+}
+
+void QueuePair::send_frame(Stream &s, const FrameHeader &h) {
+    std::lock_guard lk(s.mu);
+    enqueue(s, TxItem{h, nullptr, 0, nullptr});
+    flush_tx(s);  // a broken stream shows up on the receive side as well
+}
+
+void QueuePair::append_ack(Stream &s) {
+    uint64_t seq = resp_seq_.load(std::memory_order_relaxed);
+    resp_acked_ = seq;
+    ack_wanted_ = false;
+    // ACKs are cumulative: one still waiting in the queue is raised instead of adding another,
+    // so a peer that does not read its answers cannot grow the queue with them.
+    if (!s.txq.empty() && s.txq.back().hdr.op == static_cast<uint8_t>(Op::kAck) &&
+        !(s.txq.size() == 1 && s.tx_off > 0)) {
+        s.txq.back().hdr.aux = seq;
+        return;
+    }
+    FrameHeader a{};
+    a.op = static_cast<uint8_t>(Op::kAck);
+    a.aux = seq;
+    enqueue(s, TxItem{a, nullptr, 0, nullptr});
+}
+
+bool QueuePair::answer_now(Stream &s) {
+    std::lock_guard lk(s.mu);
+    if (ack_wanted_ && resp_seq_ > resp_acked_ && !resp_error_) append_ack(s);
+    return s.txq.empty() || flush_tx(s);
+}
+
+}  // namespace rpma::tcp

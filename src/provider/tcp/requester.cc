@@ -1,0 +1,119 @@
+// The requester: posted work requests become frames on our request stream (application
+// threads), and receives are posted.
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "provider/tcp/opcode.h"
+#include "provider/tcp/qp_internal.h"
+#include "provider/tcp/queue_pair.h"
+
+namespace rpma::tcp {
+
+int QueuePair::post_send(prov::SendWr w) {
+    static constexpr Op kOp[] = {Op::kWrite, Op::kWriteImm, Op::kRead,   Op::kAtomicWrite,
+                                 Op::kFlush, Op::kSend,     Op::kSendImm};
+    SendWr wr;
+    wr.op = kOp[static_cast<int>(w.op)];
+    wr.wr_id = w.wr_id;
+    wr.signaled = w.signaled;
+    wr.local = w.local;
+    wr.len = w.len;
+    wr.local_region = std::static_pointer_cast<Region>(std::move(w.local_region));
+    wr.local_fault = w.local_fault;
+    wr.raddr = w.raddr;
+    wr.rkey = w.rkey;
+    wr.imm = w.imm;
+    wr.value = w.value;
+    wr.flags = w.persistent ? kFlushPersistent : 0;
+    return post_send(std::move(wr));
+}
+
+int QueuePair::post_send(SendWr wr) {
+    // In a forked child the sockets are the parent's: a frame from here would corrupt its stream.
+    if (int ret = engine_->check_process("the connection")) return ret;
+    std::lock_guard lk(sq_mu_);
+    Cm cm;
+    bool disc;
+    {
+        std::lock_guard clk(cm_mu_);
+        cm = cm_;
+        disc = disc_sent_;
+    }
+    if (cm == Cm::kIdle || cm == Cm::kConnecting || cm == Cm::kAwaitReply) {
+        RPMA_LOG_ERROR("the connection is not established yet");
+        return RPMA_E_PROVIDER;
+    }
+    if (error_ || cm == Cm::kDone || cm == Cm::kClosing || disc) {
+        // as verbs: a QP in the error state takes the request and flushes it
+        push_send_wc(Outstanding{0, wr.wr_id, wr.op, wr.signaled, nullptr, 0, nullptr},
+                     IBV_WC_WR_FLUSH_ERR, 0);
+        return 0;
+    }
+    if (outstanding_.size() + unreclaimed_ >= cfg_.sq_size) {
+        RPMA_LOG_ERROR(
+            "send queue full (%u entries: %zu in flight from #%llu, %u done "
+            "unsignaled); signal a completion more often",
+            cfg_.sq_size, outstanding_.size(),
+            static_cast<unsigned long long>(outstanding_.empty() ? 0 : outstanding_.front().seq),
+            unreclaimed_);
+        return RPMA_E_PROVIDER;
+    }
+    uint64_t seq = next_seq_++;
+    bool is_read = wr.op == Op::kRead;
+    outstanding_.push_back(
+        Outstanding{seq, wr.wr_id, wr.op, wr.signaled, is_read ? wr.local : nullptr, wr.len,
+                    is_read ? std::move(wr.local_region) : nullptr, wr.local_fault});
+    FrameHeader h{};
+    h.op = static_cast<uint8_t>(wr.op);
+    h.flags = wr.flags;
+    // Only signaled requests need a prompt ACK; unsignaled ones ask now and then to free slots.
+    if (wr.signaled || ++unsignaled_run_ >= std::max(1u, cfg_.sq_size / 2)) {
+        h.flags |= kAckRequested;
+        unsignaled_run_ = 0;
+    }
+    h.imm = wr.imm;
+    h.length = wr.len;
+    h.rkey = wr.rkey;
+    h.addr = wr.raddr;
+    h.aux = wr.value;
+    bool carries = !wr.local_fault && op_info(wr.op).payload;
+    if (wr.local_fault) {
+        // An empty write holds the request's place; its ACK completes it with LOC_PROT_ERR.
+        h = FrameHeader{};
+        h.op = static_cast<uint8_t>(Op::kWrite);
+        h.flags = kAckRequested;
+    }
+    // Everything of the peer's we executed (a receive it reacts to, say) completes at the peer
+    // before this request does anything there.
+    h.ack = resp_seq_.load(std::memory_order_acquire);
+    Stream &s = req();
+    std::lock_guard tlk(s.mu);
+    // Frames already queued mean the socket is full and the engine sends on EPOLLOUT; this one
+    // joins them (and goes out in the same sendmsg) instead of paying for another EAGAIN.
+    bool idle = s.txq.empty();
+    TxItem item{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr, seq};
+    if (carries && wr.len) item.guard = std::move(wr.local_region);
+    enqueue(s, std::move(item));
+    if (idle) flush_tx(s);
+    return 0;
+}
+
+int QueuePair::post_recv(PostedRecv r) {
+    if (int ret = engine_->check_process("the connection")) return ret;
+    if (cfg_.srq) {
+        RPMA_LOG_ERROR("the connection receives through a shared RQ; use rpma_srq_recv");
+        return RPMA_E_PROVIDER;
+    }
+    bool err;
+    {
+        std::lock_guard lk(sq_mu_);
+        err = error_;
+    }
+    if (err) {
+        push_recv_wc(r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0);
+        return 0;
+    }
+    return rq_.post(std::move(r));
+}
+
+}  // namespace rpma::tcp
