@@ -49,7 +49,7 @@ void QueuePair::close_on_engine() {
         s->rx_on = s->key != 0;
         s->stalled = s->backoff = false;  // from now on the peer's input is only drained
         if (flush_tx(*s) && s->txq.empty()) {
-            ::shutdown(s->fd.get(), SHUT_WR);
+            s->io->shutdown(SHUT_WR);
             s->wr_shut = true;
         }
         update_mask(*s);
@@ -113,20 +113,21 @@ void QueuePair::linger_events(Stream &s, uint32_t events) {
             if (!flush_tx(s)) {
                 // half a read answer is out and its region is gone: only a broken connection
                 // keeps the peer from using what it got
-                ::shutdown(main_.fd.get(), SHUT_RDWR);
-                ::shutdown(join_.fd.get(), SHUT_RDWR);
+                main_.io->shutdown(SHUT_RDWR);
+                join_.io->shutdown(SHUT_RDWR);
                 done = true;
             }
         }
         if (!done && s.txq.empty() && !s.wr_shut) {
-            ::shutdown(s.fd.get(), SHUT_WR);
+            s.io->shutdown(SHUT_WR);
             s.wr_shut = true;
         }
     }
     // The peer's input is read and dropped until it closes its end: closing a socket with
     // unread input would reset the connection and could destroy our Disconnect on the way.
     while (!done && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
-        ssize_t n = ::recv(s.fd.get(), g_discard, sizeof(g_discard), MSG_DONTWAIT);
+        iovec into{g_discard, sizeof(g_discard)};
+        ssize_t n = s.io->readv(&into, 1);
         if (n > 0) continue;
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EAGAIN) break;
@@ -156,8 +157,7 @@ void QueuePair::lost(const char *why) {
     remove_stream(main_);
     remove_stream(join_);
     // The peer learns at once (end of stream) instead of at its dead-peer timeout.
-    for (Stream *s : {&main_, &join_})
-        if (s->fd.valid()) ::shutdown(s->fd.get(), SHUT_RDWR);
+    for (Stream *s : {&main_, &join_}) s->io->shutdown(SHUT_RDWR);
     post_event(RPMA_CONN_LOST);
 }
 

@@ -181,7 +181,7 @@ QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
             s.failed = true;
             return Step::kContinue;
         }
-        n = ::readv(s.fd.get(), iov, 2);
+        n = s.io->readv(iov, 2);
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Step::kBlock;
     if (n <= 0) {
@@ -245,7 +245,8 @@ QueuePair::Step QueuePair::fill_staging(Stream &s, int &budget) {
         s.head = 0;
     }
     size_t room = kStagingSize - s.tail;
-    ssize_t n = ::recv(s.fd.get(), s.buf.get() + s.tail, room, MSG_DONTWAIT);
+    iovec into{s.buf.get() + s.tail, room};
+    ssize_t n = s.io->readv(&into, 1);
     if (n > 0) {
         s.tail += static_cast<size_t>(n);
         // A short read drained the socket: after these frames, stop rather than pay for an

@@ -80,10 +80,7 @@ bool QueuePair::flush_tx(Stream &s) {
         ssize_t n = -1;
         int err = 0;
         if (!dead) {
-            msghdr msg{};
-            msg.msg_iov = iov;
-            msg.msg_iovlen = static_cast<size_t>(niov);
-            n = ::sendmsg(s.fd.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+            n = s.io->writev(iov, niov);
             err = errno;
         }
         for (int i = 0; i < nheld; ++i) held[i]->release();
@@ -91,7 +88,7 @@ bool QueuePair::flush_tx(Stream &s) {
             if (region_vanished(s, *dead)) continue;
             // the engine sees the end of the stream even when an application thread's post
             // found this
-            ::shutdown(s.fd.get(), SHUT_RDWR);
+            s.io->shutdown(SHUT_RDWR);
             return false;
         }
         if (n < 0 && err == EINTR) continue;

@@ -33,6 +33,7 @@
 #include "provider/provider.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/recv_queue.h"
+#include "provider/tcp/byte_stream.h"
 #include "provider/tcp/engine.h"
 #include "provider/tcp/wire.h"
 
@@ -81,6 +82,7 @@ class QueuePair final : public prov::QueuePair,
     // (completer, after a few posted requests); 2: the server's reply to our connect.
     static void fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, int kind, const uint8_t *data,
                           size_t size);
+    friend struct QpTestAccess;  // the unit tests (tests/unit/test_rc_engine.cc)
 
     static std::shared_ptr<QueuePair> create(Engine *engine, MrTable *mrs, const QpConfig &cfg,
                                              FdQueue<rpma_conn_event> *events);
@@ -139,7 +141,9 @@ class QueuePair final : public prov::QueuePair,
     enum LockRank : unsigned { kRxRank, kSqRank, kCmRank, kTxRank };
 
     struct Stream {
-        Fd fd;
+        Fd fd;                   // registered with the engine
+        SocketStream sock{&fd};  // the data path over fd
+        ByteStream *io = &sock;  // what the RC engine reads and writes (a test may swap it)
         uint64_t key = 0;
         bool answers_in = false;  // we send our requests here and read their answers
         // rx: whoever holds rx_mu

@@ -1,0 +1,46 @@
+// The lock-order check: taking a mutex while holding one of the same or a higher rank aborts in
+// builds that check (Debug and sanitizers), and costs nothing elsewhere.
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "common/ranked_mutex.h"
+
+using rpma::RankedMutex;
+
+TEST(RankedMutex, InOrderAndTryLockWork) {
+    RankedMutex a{0}, b{1}, c{3};
+    {
+        std::lock_guard la(a);
+        std::lock_guard lb(b);
+        std::unique_lock lc(c, std::try_to_lock);
+        EXPECT_TRUE(lc.owns_lock());
+    }
+    std::lock_guard lc(c);  // all released: any rank may be taken again
+}
+
+#ifdef RPMA_CHECK_LOCK_ORDER
+TEST(RankedMutexDeathTest, OutOfOrderAborts) {
+    EXPECT_DEATH(
+        {
+            RankedMutex low{0}, high{2};
+            std::lock_guard lh(high);
+            std::lock_guard ll(low);
+        },
+        "lock order violated: rank 0 taken while holding 0x4");
+}
+
+TEST(RankedMutexDeathTest, SameRankTwiceAborts) {
+    EXPECT_DEATH(
+        {
+            RankedMutex one{3}, other{3};
+            std::lock_guard l1(one);
+            std::lock_guard l2(other);
+        },
+        "lock order violated");
+}
+#else
+TEST(RankedMutexDeathTest, OutOfOrderAborts) {
+    GTEST_SKIP() << "the lock order is checked in Debug and sanitizer builds only";
+}
+#endif

@@ -1,0 +1,421 @@
+// The RC engine (requester, responder, completer) of two queue pairs joined by an in-memory
+// transport instead of sockets: every operation, the NAK paths, RNR, ordering, the error flush
+// and disconnect, driven step by step on the test thread.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <librpma.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "provider/soft/compl_channel.h"
+#include "provider/soft/cq.h"
+#include "provider/soft/mr_table.h"
+#include "provider/tcp/byte_stream.h"
+#include "provider/tcp/engine.h"
+#include "provider/tcp/queue_pair.h"
+
+namespace rpma::tcp {
+
+namespace {
+
+// One direction of an in-memory pipe, bounded so that a full pipe makes the writer wait (EAGAIN)
+// as a full socket does.
+struct Channel {
+    std::mutex mu;
+    std::deque<char> bytes;
+    bool eof = false;
+    size_t capacity = 256 * 1024;
+};
+
+// One end of a pipe: writes into `out`, reads from `in`.
+class MemStream final : public ByteStream {
+  public:
+    MemStream(std::shared_ptr<Channel> in, std::shared_ptr<Channel> out)
+        : in_(std::move(in)), out_(std::move(out)) {}
+    ssize_t writev(const iovec *iov, int n) override {
+        std::lock_guard lk(out_->mu);
+        if (out_->eof) {
+            errno = EPIPE;
+            return -1;
+        }
+        size_t room = out_->capacity - out_->bytes.size(), put = 0;
+        for (int i = 0; i < n && room > 0; ++i) {
+            size_t k = std::min(room, iov[i].iov_len);
+            auto *p = static_cast<const char *>(iov[i].iov_base);
+            out_->bytes.insert(out_->bytes.end(), p, p + k);
+            room -= k;
+            put += k;
+        }
+        if (put == 0) {
+            errno = EAGAIN;
+            return -1;
+        }
+        return static_cast<ssize_t>(put);
+    }
+    ssize_t readv(const iovec *iov, int n) override {
+        std::lock_guard lk(in_->mu);
+        size_t got = 0;
+        for (int i = 0; i < n && !in_->bytes.empty(); ++i) {
+            size_t k = std::min(in_->bytes.size(), iov[i].iov_len);
+            std::copy_n(in_->bytes.begin(), k, static_cast<char *>(iov[i].iov_base));
+            in_->bytes.erase(in_->bytes.begin(), in_->bytes.begin() + static_cast<long>(k));
+            got += k;
+        }
+        if (got > 0) return static_cast<ssize_t>(got);
+        if (in_->eof) return 0;
+        errno = EAGAIN;
+        return -1;
+    }
+    void shutdown(int how) override {
+        {
+            std::lock_guard lk(out_->mu);
+            out_->eof = true;
+        }
+        if (how == SHUT_RDWR) {
+            std::lock_guard lk(in_->mu);
+            in_->eof = true;
+        }
+    }
+
+  private:
+    std::shared_ptr<Channel> in_, out_;
+};
+
+}  // namespace
+
+// Builds established queue pairs over MemStreams and steps them (friend of QueuePair).
+struct QpTestAccess {
+    static void establish(QueuePair &qp, bool client, ByteStream *main, ByteStream *join) {
+        qp.is_client_ = client;
+        (client ? qp.main_ : qp.join_).answers_in = true;
+        qp.main_.io = main;
+        qp.join_.io = join;
+        for (QueuePair::Stream *s : {&qp.main_, &qp.join_}) {
+            s->buf.reset(new char[16 * 1024]);
+            s->connected = true;
+            s->rx_on = true;
+        }
+        qp.remote_qp_ = 1;
+        qp.cm_ = QueuePair::Cm::kEstablished;
+    }
+    // Reads what arrived on both streams and sends what is queued; join_first reads the
+    // peer's requests before the answers to ours, as two TCP streams may deliver them.
+    static void step(QueuePair &qp, bool join_first = false) {
+        QueuePair::Stream *first = join_first ? &qp.join_ : &qp.main_;
+        QueuePair::Stream *second = join_first ? &qp.main_ : &qp.join_;
+        for (QueuePair::Stream *s : {first, second}) {
+            std::lock_guard rl(s->rx_mu);
+            bool readable;
+            {
+                std::lock_guard lk(s->mu);
+                qp.flush_tx(*s);
+                readable = s->rx_on && !s->stalled;
+            }
+            if (readable) qp.read_stream(*s);
+        }
+    }
+    static void resume(QueuePair &qp) { qp.resume_now(); }
+    static bool in_error(QueuePair &qp) {
+        std::lock_guard lk(qp.sq_mu_);
+        return qp.error_;
+    }
+};
+
+namespace {
+
+class RcEngineTest : public ::testing::Test {
+  protected:
+    struct Side {
+        MrTable mrs;
+        ComplChannel channel;
+        std::unique_ptr<Cq> cq;
+        FdQueue<rpma_conn_event> events;
+        std::shared_ptr<QueuePair> qp;
+        std::vector<char> mem = std::vector<char>(64 * 1024);
+        std::shared_ptr<Region> region;
+    };
+
+    void SetUp() override {
+        auto c2s_main = std::make_shared<Channel>(), s2c_main = std::make_shared<Channel>();
+        auto c2s_join = std::make_shared<Channel>(), s2c_join = std::make_shared<Channel>();
+        streams_.push_back(std::make_unique<MemStream>(s2c_main, c2s_main));  // client main
+        streams_.push_back(std::make_unique<MemStream>(s2c_join, c2s_join));  // client join
+        streams_.push_back(std::make_unique<MemStream>(c2s_main, s2c_main));  // server main
+        streams_.push_back(std::make_unique<MemStream>(c2s_join, s2c_join));  // server join
+        make(client_, true, streams_[0].get(), streams_[1].get());
+        make(server_, false, streams_[2].get(), streams_[3].get());
+    }
+
+    void TearDown() override {
+        // as rpma_conn_delete does: once close returns the engine touches neither CQ
+        client_.qp->close();
+        server_.qp->close();
+    }
+
+    void make(Side &side, bool client, ByteStream *main, ByteStream *join) {
+        side.cq = std::make_unique<Cq>(&side.channel, false);
+        QpConfig cfg;
+        cfg.sq_size = 16;
+        cfg.rq_size = 16;
+        cfg.cq = side.cq.get();
+        cfg.recv_cq = side.cq.get();
+        side.qp = QueuePair::create(&engine_, &side.mrs, cfg, &side.events);
+        QpTestAccess::establish(*side.qp, client, main, join);
+        side.region = side.mrs.add(side.mem.data(), side.mem.size(), kAllUsage);
+    }
+
+    // Steps both sides until `side`'s CQ holds a completion (or a bound passes).
+    bool next_wc(Side &side, ibv_wc *wc, bool join_first = false) {
+        for (int i = 0; i < 200; ++i) {
+            int got = 0;
+            if (side.cq->get_wc(1, wc, &got) == 0 && got == 1) return true;
+            QpTestAccess::step(*client_.qp, join_first);
+            QpTestAccess::step(*server_.qp);
+            if (i > 20) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        return false;
+    }
+    bool no_wc(Side &side) {
+        for (int i = 0; i < 10; ++i) {
+            QpTestAccess::step(*client_.qp);
+            QpTestAccess::step(*server_.qp);
+        }
+        ibv_wc wc;
+        int got = 0;
+        return side.cq->get_wc(1, &wc, &got) == RPMA_E_NO_COMPLETION;
+    }
+
+    prov::SendWr wr(prov::WrOp op, uint64_t id, size_t off, uint32_t len, size_t roff) {
+        prov::SendWr w;
+        w.op = op;
+        w.wr_id = id;
+        w.local = client_.mem.data() + off;
+        w.len = len;
+        w.local_region = client_.region;
+        w.raddr = reinterpret_cast<uintptr_t>(server_.mem.data()) + roff;
+        w.rkey = server_.region->rkey();
+        return w;
+    }
+    prov::RecvWr recv_wr(Side &side, uint64_t id, size_t off, uint32_t len) {
+        return prov::RecvWr{side.region, side.mem.data() + off, len, id, true};
+    }
+
+    static constexpr int kAllUsage =
+        RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC |
+        RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
+        RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT | RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV;
+
+    Engine engine_;
+    std::vector<std::unique_ptr<MemStream>> streams_;
+    Side client_, server_;
+};
+
+TEST_F(RcEngineTest, WritePlacesDataAndCompletes) {
+    std::memset(client_.mem.data(), 'w', 4096);
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kWrite, 7, 0, 4096, 8192)), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.wr_id, 7u);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+    EXPECT_EQ(std::count(server_.mem.begin() + 8192, server_.mem.begin() + 12288, 'w'), 4096);
+    EXPECT_EQ(server_.mem[8191], 0);
+    EXPECT_EQ(server_.mem[12288], 0);
+}
+
+TEST_F(RcEngineTest, UnsignaledCompleteSilentlyInOrder) {
+    for (uint64_t i = 1; i <= 4; ++i) {
+        auto w = wr(prov::WrOp::kWrite, i, i * 16, 16, i * 16);
+        w.signaled = i == 4;
+        ASSERT_EQ(client_.qp->post_send(w), 0);
+    }
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.wr_id, 4u);  // the signaled one only
+    EXPECT_TRUE(no_wc(client_));
+}
+
+TEST_F(RcEngineTest, ReadReturnsTheData) {
+    std::memset(server_.mem.data() + 100, 'r', 300);
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kRead, 9, 1000, 300, 100)), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.opcode, IBV_WC_RDMA_READ);
+    EXPECT_EQ(wc.byte_len, 300u);
+    EXPECT_EQ(std::count(client_.mem.begin() + 1000, client_.mem.begin() + 1300, 'r'), 300);
+}
+
+TEST_F(RcEngineTest, AtomicWriteStoresTheValue) {
+    auto w = wr(prov::WrOp::kAtomicWrite, 3, 0, 8, 64);
+    w.value = 0x1122334455667788ull;
+    ASSERT_EQ(client_.qp->post_send(w), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    uint64_t v;
+    std::memcpy(&v, server_.mem.data() + 64, 8);
+    EXPECT_EQ(v, 0x1122334455667788ull);
+}
+
+TEST_F(RcEngineTest, MisalignedAtomicWriteIsAnInvalidRequest) {
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kAtomicWrite, 3, 0, 8, 65)), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.status, IBV_WC_REM_INV_REQ_ERR);
+}
+
+TEST_F(RcEngineTest, BadRkeyNaksAndFlushesTheRest) {
+    auto bad = wr(prov::WrOp::kWrite, 1, 0, 64, 0);
+    bad.rkey ^= 0x5a5a5a5a;
+    ASSERT_EQ(client_.qp->post_send(bad), 0);
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kWrite, 2, 0, 64, 0)), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.wr_id, 1u);
+    EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.wr_id, 2u);
+    EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+    EXPECT_TRUE(QpTestAccess::in_error(*client_.qp));
+    EXPECT_TRUE(QpTestAccess::in_error(*server_.qp));  // the responder's QP as well
+    EXPECT_EQ(server_.mem[0], 0);                      // nothing placed
+    // a request posted in the error state is taken and flushed
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kWrite, 3, 0, 64, 0)), 0);
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+}
+
+TEST_F(RcEngineTest, RangeOutsideTheRegionNaks) {
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kRead, 1, 0, 4096, 64 * 1024 - 100)), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(RcEngineTest, FlushNeedsTheUsage) {
+    auto region = server_.mrs.add(server_.mem.data(), 4096, RPMA_MR_USAGE_WRITE_DST);
+    auto w = wr(prov::WrOp::kFlush, 5, 0, 64, 0);
+    w.rkey = region->rkey();
+    ASSERT_EQ(client_.qp->post_send(w), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(RcEngineTest, SendWaitsForAReceiveThenDelivers) {
+    std::memset(client_.mem.data(), 's', 100);
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kSend, 11, 0, 100, 0)), 0);
+    EXPECT_TRUE(no_wc(client_));  // RNR: the responder waits, nothing completes
+    EXPECT_TRUE(no_wc(server_));
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 4096, 200)), 0);
+    QpTestAccess::resume(*server_.qp);  // what the engine does when a receive is posted
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(server_, &wc));
+    EXPECT_EQ(wc.wr_id, 21u);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.opcode, IBV_WC_RECV);
+    EXPECT_EQ(wc.byte_len, 100u);
+    EXPECT_EQ(std::count(server_.mem.begin() + 4096, server_.mem.begin() + 4196, 's'), 100);
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.wr_id, 11u);
+    EXPECT_EQ(wc.opcode, IBV_WC_SEND);
+}
+
+TEST_F(RcEngineTest, SendWithImmediateCarriesIt) {
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 64)), 0);
+    auto w = wr(prov::WrOp::kSendImm, 11, 0, 8, 0);
+    w.imm = 0xabcd;
+    ASSERT_EQ(client_.qp->post_send(w), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(server_, &wc));
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_TRUE(wc.wc_flags & IBV_WC_WITH_IMM);
+    EXPECT_EQ(ntohl(wc.imm_data), 0xabcdu);
+}
+
+TEST_F(RcEngineTest, MessageLongerThanTheReceiveFailsBothSides) {
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 10)), 0);
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kSend, 11, 0, 100, 0)), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(server_, &wc));
+    EXPECT_EQ(wc.status, IBV_WC_LOC_LEN_ERR);
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.status, IBV_WC_REM_INV_REQ_ERR);
+}
+
+TEST_F(RcEngineTest, AReplyNeverCompletesBeforeTheMessageItAnswers) {
+    // client sends, server receives and replies at once; the client must see its SEND
+    // completion before the RECV of the reply (the reply carries the server's ACK)
+    ASSERT_EQ(client_.qp->post_recv(recv_wr(client_, 31, 0, 64)), 0);
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 64)), 0);
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kSend, 11, 100, 8, 0)), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(server_, &wc));
+    ASSERT_EQ(wc.opcode, IBV_WC_RECV);
+    prov::SendWr reply;
+    reply.op = prov::WrOp::kSend;
+    reply.wr_id = 12;
+    reply.local = server_.mem.data() + 200;
+    reply.len = 8;
+    reply.local_region = server_.region;
+    ASSERT_EQ(server_.qp->post_send(reply), 0);
+    // the client reads the server's request (the reply) before the server's ACK
+    ASSERT_TRUE(next_wc(client_, &wc, true));
+    EXPECT_EQ(wc.wr_id, 11u) << "the reply's RECV came before the SEND completion";
+    ASSERT_TRUE(next_wc(client_, &wc, true));
+    EXPECT_EQ(wc.wr_id, 31u);
+}
+
+TEST_F(RcEngineTest, LocalFaultCompletesWithLocalProtectionError) {
+    auto w = wr(prov::WrOp::kWrite, 4, 0, 64, 0);
+    w.local_fault = true;
+    ASSERT_EQ(client_.qp->post_send(w), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.status, IBV_WC_LOC_PROT_ERR);
+    EXPECT_EQ(server_.mem[0], 0);
+}
+
+TEST_F(RcEngineTest, DisconnectClosesBothSidesAndFlushesReceives) {
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 64)), 0);
+    ASSERT_EQ(client_.qp->disconnect(), 0);
+    bool client_closed = false, server_closed = false;
+    for (int i = 0; i < 500 && !(client_closed && server_closed); ++i) {
+        QpTestAccess::step(*client_.qp);
+        QpTestAccess::step(*server_.qp);
+        if (auto e = client_.events.try_pop()) client_closed |= *e == RPMA_CONN_CLOSED;
+        if (auto e = server_.events.try_pop()) server_closed |= *e == RPMA_CONN_CLOSED;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_TRUE(client_closed);
+    EXPECT_TRUE(server_closed);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(server_, &wc));
+    EXPECT_EQ(wc.wr_id, 21u);
+    EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+}
+
+TEST_F(RcEngineTest, PeerVanishingMidStreamIsLost) {
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kWrite, 1, 0, 64, 0)), 0);
+    streams_[2]->shutdown(SHUT_RDWR);  // the server's end goes away before it answers
+    streams_[3]->shutdown(SHUT_RDWR);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+    auto e = client_.events.try_pop();
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(*e, RPMA_CONN_LOST);
+}
+
+}  // namespace
+
+}  // namespace rpma::tcp
