@@ -47,6 +47,10 @@ class TcpDomainTest : public ::testing::Test {
         ASSERT_NE(dom_, nullptr);
     }
 
+    void TearDown() override {
+        if (l_) l_->close();  // rejects what was not taken
+    }
+
     // One side of a connection: a channel, one CQ for everything, the event queue, the QP.
     struct Side {
         std::unique_ptr<prov::CompletionChannel> ch;
@@ -69,6 +73,18 @@ class TcpDomainTest : public ::testing::Test {
         ASSERT_NE(s.cq, nullptr);
         ASSERT_TRUE(s.events.valid());
     }
+    // Listens on port, connects c to it with private data "hello", and takes the request.
+    void Request(const char *port, Side &c, std::unique_ptr<prov::IncomingRequest> *req) {
+        ASSERT_EQ(dom_->listen("127.0.0.1", port, &l_), 0);
+        ASSERT_NO_FATAL_FAILURE(NonBlocking(l_->fd()));
+        ASSERT_NO_FATAL_FAILURE(MakeSide(c));
+        ASSERT_EQ(dom_->create_qp("127.0.0.1", port, c.attr(), &c.qp), 0);
+        ASSERT_EQ(c.qp->connect("hello", 5), 0);
+        ASSERT_TRUE(Readable(l_->fd())) << "no request within " << kWaitMs << " ms";
+        *req = l_->next();
+        ASSERT_NE(*req, nullptr);
+        EXPECT_EQ(Str((*req)->private_data()), "hello");
+    }
     static rpma_conn_event NextEvent(Side &s) {
         if (!Readable(s.events.fd())) return RPMA_CONN_UNDEFINED;
         auto e = s.events.try_pop();
@@ -76,6 +92,7 @@ class TcpDomainTest : public ::testing::Test {
     }
 
     std::unique_ptr<prov::Domain> dom_;
+    std::shared_ptr<prov::Listener> l_;
 };
 
 TEST_F(TcpDomainTest, Caps) {
@@ -160,37 +177,20 @@ TEST_F(TcpDomainTest, CreateQpUnresolvable) {
 }
 
 TEST_F(TcpDomainTest, RequestRejectedWhenDroppedUnaccepted) {
-    std::shared_ptr<prov::Listener> l;
-    ASSERT_EQ(dom_->listen("127.0.0.1", "25710", &l), 0);
-    ASSERT_NO_FATAL_FAILURE(NonBlocking(l->fd()));
     Side c;
-    ASSERT_NO_FATAL_FAILURE(MakeSide(c));
-    ASSERT_EQ(dom_->create_qp("127.0.0.1", "25710", c.attr(), &c.qp), 0);
-    ASSERT_EQ(c.qp->connect("hello", 5), 0);
-
-    ASSERT_TRUE(Readable(l->fd())) << "no request within " << kWaitMs << " ms";
-    std::unique_ptr<prov::IncomingRequest> req = l->next();
-    ASSERT_NE(req, nullptr);
-    EXPECT_EQ(Str(req->private_data()), "hello");
-    EXPECT_EQ(l->next(), nullptr);  // one request only
+    std::unique_ptr<prov::IncomingRequest> req;
+    ASSERT_NO_FATAL_FAILURE(Request("25710", c, &req));
+    EXPECT_EQ(l_->next(), nullptr);  // one request only
     req.reset();
     EXPECT_EQ(NextEvent(c), RPMA_CONN_REJECTED);
     c.qp->close();
-    l->close();
 }
 
 TEST_F(TcpDomainTest, RequestAcceptedThenClosed) {
-    std::shared_ptr<prov::Listener> l;
-    ASSERT_EQ(dom_->listen("127.0.0.1", "25711", &l), 0);
     Side c, s;
-    ASSERT_NO_FATAL_FAILURE(MakeSide(c));
+    std::unique_ptr<prov::IncomingRequest> req;
+    ASSERT_NO_FATAL_FAILURE(Request("25711", c, &req));
     ASSERT_NO_FATAL_FAILURE(MakeSide(s));
-    ASSERT_EQ(dom_->create_qp("127.0.0.1", "25711", c.attr(), &c.qp), 0);
-    ASSERT_EQ(c.qp->connect("hello", 5), 0);
-
-    ASSERT_TRUE(Readable(l->fd())) << "no request within " << kWaitMs << " ms";
-    std::unique_ptr<prov::IncomingRequest> req = l->next();
-    ASSERT_NE(req, nullptr);
     ASSERT_EQ(dom_->create_qp(s.attr(), &s.qp), 0);
     ASSERT_EQ(s.qp->accept(std::move(req), "world!", 6), 0);
 
@@ -203,7 +203,6 @@ TEST_F(TcpDomainTest, RequestAcceptedThenClosed) {
     c.qp->close();
     EXPECT_EQ(NextEvent(s), RPMA_CONN_CLOSED);
     s.qp->close();
-    l->close();
 }
 
 }  // namespace
