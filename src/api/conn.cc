@@ -83,14 +83,7 @@ RPMA_EXPORT int rpma_conn_disconnect(struct rpma_conn *conn) {
 }
 
 RPMA_EXPORT int rpma_conn_delete(struct rpma_conn **conn_ptr) {
-    if (!conn_ptr) return RPMA_E_INVAL;
-    if (!*conn_ptr) return 0;
     // in a forked child the parent's connection is left alone, *conn_ptr included
-    if (int ret = C(*conn_ptr)->peer()->check_process("the connection")) return ret;
-    int ret = api::guarded([&] {
-        delete C(*conn_ptr);
-        return 0;
-    });
-    *conn_ptr = nullptr;
-    return ret;
+    return api::destroy<Conn>(conn_ptr,
+                              [](Conn *c) { return c->peer()->check_process("the connection"); });
 }

@@ -4,6 +4,7 @@
 #include "api/shim.h"
 
 using rpma::ConnCfg;
+using rpma::api::destroy;
 using rpma::api::guarded;
 using rpma::api::handle;
 using rpma::api::obj;
@@ -17,10 +18,7 @@ RPMA_EXPORT int rpma_conn_cfg_new(struct rpma_conn_cfg **cfg_ptr) {
 }
 
 RPMA_EXPORT int rpma_conn_cfg_delete(struct rpma_conn_cfg **cfg_ptr) {
-    if (cfg_ptr == nullptr) return RPMA_E_INVAL;
-    delete obj<ConnCfg>(*cfg_ptr);
-    *cfg_ptr = nullptr;
-    return 0;
+    return destroy<ConnCfg>(cfg_ptr);
 }
 
 RPMA_EXPORT int rpma_conn_cfg_set_timeout(struct rpma_conn_cfg *cfg, int timeout_ms) {

@@ -20,17 +20,9 @@ RPMA_EXPORT int rpma_conn_req_new(struct rpma_peer *peer, const char *addr, cons
 }
 
 RPMA_EXPORT int rpma_conn_req_delete(struct rpma_conn_req **req_ptr) {
-    if (!req_ptr) return RPMA_E_INVAL;
-    if (!*req_ptr) return 0;
     // an incoming request's delete rejects it on a socket the parent shares
-    if (int ret = api::obj<ConnReq>(*req_ptr)->peer()->check_process("the connection request"))
-        return ret;
-    int ret = api::guarded([&] {
-        delete api::obj<ConnReq>(*req_ptr);
-        return 0;
-    });
-    *req_ptr = nullptr;
-    return ret;
+    return api::destroy<ConnReq>(
+        req_ptr, [](ConnReq *r) { return r->peer()->check_process("the connection request"); });
 }
 
 RPMA_EXPORT int rpma_conn_req_connect(struct rpma_conn_req **req_ptr,

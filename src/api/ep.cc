@@ -19,15 +19,8 @@ RPMA_EXPORT int rpma_ep_listen(struct rpma_peer *peer, const char *addr, const c
 }
 
 RPMA_EXPORT int rpma_ep_shutdown(struct rpma_ep **ep_ptr) {
-    if (!ep_ptr) return RPMA_E_INVAL;
-    if (!*ep_ptr) return 0;
-    if (int ret = api::obj<Ep>(*ep_ptr)->peer()->check_process("the endpoint")) return ret;
-    int ret = api::guarded([&] {
-        delete api::obj<Ep>(*ep_ptr);
-        return 0;
-    });
-    *ep_ptr = nullptr;
-    return ret;
+    return api::destroy<Ep>(ep_ptr,
+                            [](Ep *ep) { return ep->peer()->check_process("the endpoint"); });
 }
 
 RPMA_EXPORT int rpma_ep_get_fd(const struct rpma_ep *ep, int *fd) {

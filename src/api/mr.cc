@@ -17,11 +17,7 @@ RPMA_EXPORT int rpma_mr_reg(struct rpma_peer *peer, void *ptr, size_t size, int 
 }
 
 RPMA_EXPORT int rpma_mr_dereg(struct rpma_mr_local **mr_ptr) {
-    if (!mr_ptr) return RPMA_E_INVAL;
-    if (!*mr_ptr) return 0;
-    delete api::obj<MrLocal>(*mr_ptr);
-    *mr_ptr = nullptr;
-    return 0;
+    return api::destroy<MrLocal>(mr_ptr);
 }
 
 RPMA_EXPORT int rpma_mr_get_descriptor(const struct rpma_mr_local *mr, void *desc) {

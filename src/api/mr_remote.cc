@@ -4,6 +4,7 @@
 #include "api/shim.h"
 
 using rpma::MrRemote;
+using rpma::api::destroy;
 using rpma::api::handle;
 using rpma::api::obj;
 
@@ -29,8 +30,5 @@ RPMA_EXPORT int rpma_mr_remote_get_flush_type(const struct rpma_mr_remote *mr, i
 }
 
 RPMA_EXPORT int rpma_mr_remote_delete(struct rpma_mr_remote **mr_ptr) {
-    if (mr_ptr == nullptr) return RPMA_E_INVAL;
-    delete obj<MrRemote>(*mr_ptr);
-    *mr_ptr = nullptr;
-    return 0;
+    return destroy<MrRemote>(mr_ptr);
 }

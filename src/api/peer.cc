@@ -21,16 +21,12 @@ RPMA_EXPORT int rpma_peer_new(struct ibv_context *ibv_ctx, struct rpma_peer **pe
 }
 
 RPMA_EXPORT int rpma_peer_delete(struct rpma_peer **peer_ptr) {
-    if (!peer_ptr) return RPMA_E_INVAL;
-    if (!*peer_ptr) return 0;
-    auto *p = api::obj<Peer>(*peer_ptr);
-    if (int ret = p->check_process("the peer")) return ret;  // its engine thread is the parent's
-    if (!p->try_retire()) {
+    return api::destroy<Peer>(peer_ptr, [](Peer *p) {
+        if (int ret = p->check_process("the peer"))
+            return ret;  // its engine thread is the parent's
+        if (p->try_retire()) return 0;
         RPMA_LOG_ERROR("the peer is still used by %d registrations, endpoints or connections",
                        p->users());
         return RPMA_E_PROVIDER;  // as ibv_dealloc_pd fails with EBUSY; *peer_ptr is kept
-    }
-    delete p;
-    *peer_ptr = nullptr;
-    return 0;
+    });
 }

@@ -4,6 +4,7 @@
 #include "api/shim.h"
 
 using rpma::PeerCfg;
+using rpma::api::destroy;
 using rpma::api::guarded;
 using rpma::api::handle;
 using rpma::api::obj;
@@ -17,10 +18,7 @@ RPMA_EXPORT int rpma_peer_cfg_new(struct rpma_peer_cfg **pcfg_ptr) {
 }
 
 RPMA_EXPORT int rpma_peer_cfg_delete(struct rpma_peer_cfg **pcfg_ptr) {
-    if (pcfg_ptr == nullptr) return RPMA_E_INVAL;
-    delete obj<PeerCfg>(*pcfg_ptr);
-    *pcfg_ptr = nullptr;
-    return 0;
+    return destroy<PeerCfg>(pcfg_ptr);
 }
 
 RPMA_EXPORT int rpma_peer_cfg_set_direct_write_to_pmem(struct rpma_peer_cfg *pcfg, bool supported) {

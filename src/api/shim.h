@@ -39,4 +39,24 @@ inline int guarded(F &&body) noexcept {
     }
 }
 
+// The shape of every *_delete, *_dereg and *_shutdown: RPMA_E_INVAL for a null ptr, 0 for a null
+// *ptr, else `refuse(Core *)` may keep the object (a nonzero error, *ptr kept); otherwise *ptr is
+// cleared and the object deleted, inside guarded().
+template <class Core, class Handle, class Refuse>
+inline int destroy(Handle **ptr, Refuse &&refuse) noexcept {
+    if (!ptr) return RPMA_E_INVAL;
+    if (!*ptr) return 0;
+    return guarded([&] {
+        Core *o = obj<Core>(*ptr);
+        if (int ret = refuse(o)) return ret;
+        *ptr = nullptr;
+        delete o;
+        return 0;
+    });
+}
+template <class Core, class Handle>
+inline int destroy(Handle **ptr) noexcept {
+    return destroy<Core>(ptr, [](Core *) { return 0; });
+}
+
 }  // namespace rpma::api

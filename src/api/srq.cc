@@ -20,17 +20,12 @@ RPMA_EXPORT int rpma_srq_new(struct rpma_peer *peer, struct rpma_srq_cfg *cfg,
 }
 
 RPMA_EXPORT int rpma_srq_delete(struct rpma_srq **srq_ptr) {
-    if (!srq_ptr) return RPMA_E_INVAL;
-    if (!*srq_ptr) return 0;
-    auto *s = api::obj<Srq>(*srq_ptr);
-    if (s->users() > 0) {
+    return api::destroy<Srq>(srq_ptr, [](Srq *s) {
+        if (s->users() == 0) return 0;
         RPMA_LOG_ERROR("the SRQ is still used by %d connections or connection requests",
                        s->users());
         return RPMA_E_PROVIDER;  // as ibv_destroy_srq fails with EBUSY; *srq_ptr is kept
-    }
-    delete s;
-    *srq_ptr = nullptr;
-    return 0;
+    });
 }
 
 RPMA_EXPORT int rpma_srq_recv(struct rpma_srq *srq, struct rpma_mr_local *dst, size_t offset,

@@ -4,6 +4,7 @@
 #include "api/shim.h"
 
 using rpma::SrqCfg;
+using rpma::api::destroy;
 using rpma::api::guarded;
 using rpma::api::handle;
 using rpma::api::obj;
@@ -17,10 +18,7 @@ RPMA_EXPORT int rpma_srq_cfg_new(struct rpma_srq_cfg **cfg_ptr) {
 }
 
 RPMA_EXPORT int rpma_srq_cfg_delete(struct rpma_srq_cfg **cfg_ptr) {
-    if (cfg_ptr == nullptr) return RPMA_E_INVAL;
-    delete obj<SrqCfg>(*cfg_ptr);
-    *cfg_ptr = nullptr;
-    return 0;
+    return destroy<SrqCfg>(cfg_ptr);
 }
 
 RPMA_EXPORT int rpma_srq_cfg_set_rq_size(struct rpma_srq_cfg *cfg, uint32_t rq_size) {

@@ -22,7 +22,6 @@ class Fd {
 
     int get() const noexcept { return fd_; }
     bool valid() const noexcept { return fd_ >= 0; }
-    int release() noexcept { return std::exchange(fd_, -1); }
     void reset(int fd = -1) noexcept {
         if (fd_ >= 0) ::close(fd_);
         fd_ = fd;

@@ -160,16 +160,19 @@ int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t 
     return r_->qp->post_send(std::move(wr));
 }
 
+// An atomic write stores one naturally aligned 8-byte word: src[8] of rpma_atomic_write.
+static_assert(sizeof(prov::SendWr::value) == RPMA_ATOMIC_WRITE_ALIGNMENT);
+
 int Conn::atomic_write(const MrRemote *dst, size_t dst_off, const char src[8], int flags,
                        uint64_t wr_id) {
     prov::SendWr wr;
     wr.op = prov::WrOp::kAtomicWrite;
     wr.wr_id = wr_id;
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
-    wr.len = 8;
+    wr.len = sizeof(wr.value);
     wr.raddr = dst->addr() + dst_off;
     wr.rkey = dst->rkey();
-    std::memcpy(&wr.value, src, 8);
+    std::memcpy(&wr.value, src, sizeof(wr.value));
     return r_->qp->post_send(std::move(wr));
 }
 

@@ -31,10 +31,12 @@ class ConnCfg {
     void set_srq(rpma_srq *srq) noexcept { srq_ = srq; }
 
   private:
+    static constexpr uint32_t kDefaultQueueSize = 10;  // librpma's RPMA_DEFAULT_Q_SIZE
+
     int timeout_ms_ = RPMA_DEFAULT_TIMEOUT_MS;
-    uint32_t cq_size_ = 10;
-    uint32_t sq_size_ = 10;
-    uint32_t rq_size_ = 10;
+    uint32_t cq_size_ = kDefaultQueueSize;
+    uint32_t sq_size_ = kDefaultQueueSize;
+    uint32_t rq_size_ = kDefaultQueueSize;
     uint32_t rcq_size_ = 0;  // 0: receive completions share the main CQ
     bool shared_channel_ = false;
     rpma_srq *srq_ = nullptr;

@@ -18,8 +18,10 @@ class SrqCfg {
     void set_rcq_size(uint32_t size) noexcept { rcq_size_ = size; }
 
   private:
-    uint32_t rq_size_ = 100;
-    uint32_t rcq_size_ = 100;
+    static constexpr uint32_t kDefaultSize = 100;  // librpma's RPMA_DEFAULT_SRQ_SIZE
+
+    uint32_t rq_size_ = kDefaultSize;
+    uint32_t rcq_size_ = kDefaultSize;
 };
 
 }  // namespace rpma

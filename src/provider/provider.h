@@ -156,7 +156,8 @@ class Listener {
   public:
     virtual ~Listener() = default;
     virtual int fd() const noexcept = 0;  // readable while requests wait
-    // The next request, or nullptr if none waits (RPMA_E_NO_EVENT for the caller).
+    // The next request; blocks for one unless fd() is non-blocking, and then nullptr if none
+    // waits (RPMA_E_NO_EVENT for the caller).
     virtual std::unique_ptr<IncomingRequest> next() = 0;
     // Stops listening and rejects every request not taken yet. Not from a provider thread.
     virtual void close() = 0;

@@ -34,7 +34,6 @@ class Domain final : public prov::Domain {
                   std::shared_ptr<prov::QueuePair> *out) override;
     int create_qp(const prov::QpAttr &attr, std::shared_ptr<prov::QueuePair> *out) override;
 
-    MrTable &mrs() noexcept { return mrs_; }
     // The progress engine, started on first use; nullptr if it cannot start, or if it was
     // started by the parent of this forked process.
     Engine *engine();

@@ -10,7 +10,8 @@ namespace rpma::tcp {
 // file, and on a DAX/MAP_SYNC mapping the kernel writes the CPU caches back. 0 or -1 (errno).
 int persist_range(char *addr, size_t len) noexcept;
 
-// What persist_range did, so tests can show a flush reaches exactly the flushed pages.
+// What persist_range did, so tests can show a flush reaches exactly the flushed pages. A
+// snapshot is consistent while no other flush runs (the fields are read one by one).
 struct PersistStats {
     uint64_t calls;
     uint64_t bytes;  // page-rounded bytes synced

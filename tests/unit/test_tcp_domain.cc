@@ -1,0 +1,208 @@
+// The tcp provider through the provider interface (prov::Device, prov::Domain, prov::Listener):
+// limits, memory registration, CQs, channels and SRQs, listening, and a connection request that
+// is rejected or accepted. Real sockets on 127.0.0.1, ports 25700-25799; every wait is bounded.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <librpma.h>
+#include <poll.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "common/fd_queue.h"
+#include "provider/provider.h"
+#include "provider/soft/region.h"
+
+using namespace rpma;
+
+namespace {
+
+constexpr int kWaitMs = 10000;
+
+bool Readable(int fd, int timeout_ms = kWaitMs) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
+}
+
+// next() blocks on a blocking fd (rpma_ep_next_conn_req); the tests never want that.
+void NonBlocking(int fd) {
+    int fl = ::fcntl(fd, F_GETFL);
+    ASSERT_GE(fl, 0);
+    ASSERT_EQ(::fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
+}
+
+std::string Str(const std::vector<uint8_t> &v) {
+    return std::string(v.begin(), v.end());
+}
+
+class TcpDomainTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        ibv_context *ctx = nullptr;
+        ASSERT_EQ(prov::lookup_device("127.0.0.1", RPMA_UTIL_IBV_CONTEXT_LOCAL, &ctx), 0);
+        prov::Device *dev = prov::device_from_context(ctx);
+        ASSERT_NE(dev, nullptr);
+        dom_ = dev->open_domain();
+        ASSERT_NE(dom_, nullptr);
+    }
+
+    void TearDown() override {
+        if (l_) l_->close();  // rejects what was not taken
+    }
+
+    // One side of a connection: a channel, one CQ for everything, the event queue, the QP.
+    struct Side {
+        std::unique_ptr<prov::CompletionChannel> ch;
+        std::unique_ptr<prov::CompletionQueue> cq;
+        FdQueue<rpma_conn_event> events;
+        std::shared_ptr<prov::QueuePair> qp;
+        prov::QpAttr attr() {
+            prov::QpAttr a;
+            a.sq_size = 4;
+            a.rq_size = 4;
+            a.cq = cq.get();
+            a.recv_cq = cq.get();
+            a.events = &events;
+            return a;
+        }
+    };
+    void MakeSide(Side &s) {
+        ASSERT_EQ(dom_->create_channel(&s.ch), 0);
+        s.cq = dom_->create_cq(s.ch.get(), false);
+        ASSERT_NE(s.cq, nullptr);
+        ASSERT_TRUE(s.events.valid());
+    }
+    // Listens on port, connects c to it with private data "hello", and takes the request.
+    void Request(const char *port, Side &c, std::unique_ptr<prov::IncomingRequest> *req) {
+        ASSERT_EQ(dom_->listen("127.0.0.1", port, &l_), 0);
+        ASSERT_NO_FATAL_FAILURE(NonBlocking(l_->fd()));
+        ASSERT_NO_FATAL_FAILURE(MakeSide(c));
+        ASSERT_EQ(dom_->create_qp("127.0.0.1", port, c.attr(), &c.qp), 0);
+        ASSERT_EQ(c.qp->connect("hello", 5), 0);
+        ASSERT_TRUE(Readable(l_->fd())) << "no request within " << kWaitMs << " ms";
+        *req = l_->next();
+        ASSERT_NE(*req, nullptr);
+        EXPECT_EQ(Str((*req)->private_data()), "hello");
+    }
+    static rpma_conn_event NextEvent(Side &s) {
+        if (!Readable(s.events.fd())) return RPMA_CONN_UNDEFINED;
+        auto e = s.events.try_pop();
+        return e ? *e : RPMA_CONN_UNDEFINED;
+    }
+
+    std::unique_ptr<prov::Domain> dom_;
+    std::shared_ptr<prov::Listener> l_;
+};
+
+TEST_F(TcpDomainTest, Caps) {
+    const prov::Caps &c = dom_->caps();
+    EXPECT_EQ(c.max_op_length, 1u << 30);
+    EXPECT_EQ(c.connect_pdata_max, 56);
+    EXPECT_EQ(c.accept_pdata_max, 196);
+    EXPECT_EQ(dom_->check_process("the test"), 0);
+}
+
+TEST_F(TcpDomainTest, RegisterAndDeregister) {
+    static char buf[4096];
+    std::shared_ptr<prov::MemoryRegion> a, b;
+    ASSERT_EQ(dom_->register_memory(buf, sizeof(buf), RPMA_MR_USAGE_READ_SRC, &a), 0);
+    ASSERT_EQ(dom_->register_memory(buf + 100, 100, RPMA_MR_USAGE_WRITE_DST, &b), 0);
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(a->addr(), buf);
+    EXPECT_EQ(a->size(), sizeof(buf));
+    EXPECT_EQ(a->usage(), RPMA_MR_USAGE_READ_SRC);
+    EXPECT_EQ(b->addr(), buf + 100);
+    EXPECT_EQ(b->usage(), RPMA_MR_USAGE_WRITE_DST);
+    EXPECT_NE(a->rkey(), 0u);
+    EXPECT_NE(a->rkey(), b->rkey());
+
+    // the domain's regions are soft Regions: deregistration kills them
+    auto *ra = static_cast<Region *>(a.get());
+    EXPECT_TRUE(RegionUse(ra).ok());
+    dom_->deregister(a);
+    EXPECT_FALSE(RegionUse(ra).ok());
+    EXPECT_TRUE(RegionUse(static_cast<Region *>(b.get())).ok());
+    dom_->deregister(b);
+}
+
+TEST_F(TcpDomainTest, ChannelCqAndSrq) {
+    std::unique_ptr<prov::CompletionChannel> ch;
+    ASSERT_EQ(dom_->create_channel(&ch), 0);
+    ASSERT_NE(ch, nullptr);
+    EXPECT_GE(ch->fd(), 0);
+    auto cq = dom_->create_cq(ch.get(), false);
+    ASSERT_NE(cq, nullptr);
+    EXPECT_EQ(cq->fd(), ch->fd());
+    EXPECT_TRUE(cq->empty());
+    ibv_wc wc;
+    int got = 0;
+    EXPECT_EQ(cq->get_wc(1, &wc, &got), RPMA_E_NO_COMPLETION);
+    auto shared = dom_->create_cq(ch.get(), true);
+    EXPECT_EQ(shared->wait(), RPMA_E_SHARED_CHANNEL);
+
+    auto srq = dom_->create_srq(2);
+    ASSERT_NE(srq, nullptr);
+    prov::RecvWr r;  // a 0-byte receive
+    EXPECT_EQ(srq->post(r), 0);
+    EXPECT_EQ(srq->post(r), 0);
+    EXPECT_EQ(srq->post(r), RPMA_E_PROVIDER);
+}
+
+TEST_F(TcpDomainTest, ListenAndBadAddresses) {
+    std::shared_ptr<prov::Listener> l;
+    ASSERT_EQ(dom_->listen("127.0.0.1", "25700", &l), 0);
+    ASSERT_NE(l, nullptr);
+    EXPECT_GE(l->fd(), 0);
+    EXPECT_FALSE(Readable(l->fd(), 0));
+    ASSERT_NO_FATAL_FAILURE(NonBlocking(l->fd()));
+    EXPECT_EQ(l->next(), nullptr);  // nothing waits
+
+    std::shared_ptr<prov::Listener> other;
+    EXPECT_EQ(dom_->listen("127.0.0.1", "25700", &other), RPMA_E_PROVIDER);  // port taken
+    // TEST-NET-1: a well-formed address that is no local interface
+    EXPECT_EQ(dom_->listen("192.0.2.1", "25701", &other), RPMA_E_PROVIDER);
+    EXPECT_EQ(dom_->listen("127.0.0.1", "no-such-service", &other), RPMA_E_PROVIDER);
+    EXPECT_EQ(other, nullptr);
+    l->close();
+}
+
+TEST_F(TcpDomainTest, CreateQpUnresolvable) {
+    Side c;
+    ASSERT_NO_FATAL_FAILURE(MakeSide(c));
+    // a service name no resolver knows fails without a DNS round trip
+    EXPECT_EQ(dom_->create_qp("127.0.0.1", "no-such-service", c.attr(), &c.qp), RPMA_E_PROVIDER);
+    EXPECT_EQ(c.qp, nullptr);
+}
+
+TEST_F(TcpDomainTest, RequestRejectedWhenDroppedUnaccepted) {
+    Side c;
+    std::unique_ptr<prov::IncomingRequest> req;
+    ASSERT_NO_FATAL_FAILURE(Request("25710", c, &req));
+    EXPECT_EQ(l_->next(), nullptr);  // one request only
+    req.reset();
+    EXPECT_EQ(NextEvent(c), RPMA_CONN_REJECTED);
+    c.qp->close();
+}
+
+TEST_F(TcpDomainTest, RequestAcceptedThenClosed) {
+    Side c, s;
+    std::unique_ptr<prov::IncomingRequest> req;
+    ASSERT_NO_FATAL_FAILURE(Request("25711", c, &req));
+    ASSERT_NO_FATAL_FAILURE(MakeSide(s));
+    ASSERT_EQ(dom_->create_qp(s.attr(), &s.qp), 0);
+    ASSERT_EQ(s.qp->accept(std::move(req), "world!", 6), 0);
+
+    EXPECT_EQ(NextEvent(s), RPMA_CONN_ESTABLISHED);
+    EXPECT_EQ(NextEvent(c), RPMA_CONN_ESTABLISHED);
+    EXPECT_EQ(Str(c.qp->remote_pdata()), "world!");
+    EXPECT_EQ(Str(s.qp->remote_pdata()), "hello");
+    EXPECT_NE(c.qp->qp_num(), s.qp->qp_num());
+
+    c.qp->close();
+    EXPECT_EQ(NextEvent(s), RPMA_CONN_CLOSED);
+    s.qp->close();
+}
+
+}  // namespace
