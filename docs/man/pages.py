@@ -355,7 +355,8 @@ alone: use [[rpma_conn_wait]].""",
      errors=[inval_null("cq"),
              ("RPMA_E_SHARED_CHANNEL", "The CQ's completion channel is shared "
               "([[rpma_conn_cfg_set_compl_channel]])."),
-             ("RPMA_E_NO_COMPLETION", "The descriptor is non-blocking and no event is pending.")],
+             ("RPMA_E_NO_COMPLETION", "The descriptor is non-blocking and no event is pending."),
+             NOMEM, UNKNOWN],
      see=["rpma_cq_get_wc", "rpma_cq_get_fd", "rpma_conn_wait", "rpma_conn_get_cq"])
 
 page("rpma_cq_get_wc", "take completions from a completion queue",
@@ -391,10 +392,11 @@ operations and posted receives complete with **IBV_WC_WR_FLUSH_ERR**.""",
      ret=RET_0 + " On failure nothing is taken from the CQ.",
      errors=[("RPMA_E_INVAL", "{cq} or {wc} is NULL, {num_entries} is less than 1, or "
               "{num_entries} is over 1 and {num_entries_got} is NULL."),
-             ("RPMA_E_NO_COMPLETION", "No completion is ready.")],
-     notes="""Upstream librpma also returns **RPMA_E_PROVIDER** when **ibv_poll_cq**(3) fails
-and **RPMA_E_UNKNOWN** when it returns more entries than asked for; neither can happen here.
-Completion queues grow as needed, so no completion is ever lost to a CQ overrun.""",
+             ("RPMA_E_NO_COMPLETION", "No completion is ready."),
+             NOMEM, UNKNOWN],
+     notes="""Upstream librpma also returns **RPMA_E_PROVIDER** when **ibv_poll_cq**(3) fails;
+rpma has no such failure. Completion queues grow as needed, so no completion is ever lost to a CQ
+overrun.""",
      see=["rpma_cq_wait", "rpma_conn_get_cq", "rpma_conn_get_rcq", "rpma_srq_get_rcq",
           "rpma_conn_wait"])
 
@@ -443,8 +445,8 @@ posted complete with **IBV_WC_WR_FLUSH_ERR**, so no waiter is left hanging. The 
              ("RPMA_E_NO_EVENT", "The event descriptor is non-blocking and no event is "
               "waiting.")],
      notes="""Upstream librpma may also return **RPMA_E_PROVIDER**, **RPMA_E_NOMEM** or
-**RPMA_E_UNKNOWN** here, from the RDMA connection manager's event channel; rpma's events come
-from a queue of its own, so they do not occur.""",
+**RPMA_E_UNKNOWN** here, when the RDMA connection manager's event channel fails or reports an
+unexpected event; rpma's events come from a queue of its own.""",
      see=["rpma_conn_get_event_fd", "rpma_utils_conn_event_2str", "rpma_conn_disconnect",
           "rpma_conn_delete"],
      extra=["enum rpma_conn_event"])
@@ -672,8 +674,9 @@ at most 4096 may be half open at once.""",
      ret=ret_out("*ep_ptr"),
      errors=[inval_null("peer", "addr", "port", "ep_ptr"),
              ("RPMA_E_PROVIDER", "{addr} and {port} cannot be resolved, no address can be bound "
-              "or listened on (for example the port is taken or the address is not local), the "
-              "peer's progress thread cannot be started, or the caller is " + FORK + "."),
+              "or listened on (for example the port is taken or the address is not local), an "
+              "event descriptor cannot be made, the peer's progress thread cannot be started, "
+              "or the caller is " + FORK + "."),
              NOMEM, UNKNOWN],
      see=["rpma_ep_shutdown", "rpma_ep_get_fd", "rpma_ep_next_conn_req", "rpma_peer_new"])
 
