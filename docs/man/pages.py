@@ -378,7 +378,7 @@ the {op_context} given when the operation or receive was posted;
 [[rpma_write_with_imm]], [[rpma_atomic_write]]), **IBV_WC_SEND**, **IBV_WC_RECV** or
 **IBV_WC_RECV_RDMA_WITH_IMM**;
 = {byte_len}
-the bytes received, for receives;
+the bytes moved, for receives and successful reads;
 = {wc_flags}, {imm_data}
 **IBV_WC_WITH_IMM** and the immediate value in network byte order, for receives of data sent with
 one;
