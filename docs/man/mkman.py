@@ -28,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 HEADER = os.path.join(ROOT, "include", "librpma.h")
 
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree (ctest runs this too)
 import pages  # noqa: E402  (the page texts)
 
 # Fixed, so regenerating gives the same bytes; bump it when the pages change in substance.
