@@ -1,13 +1,17 @@
 # Debian packages with CPack: `cpack -G DEB` in the build folder (or `cmake --build build --target
-# package`) makes the two packages Debian builds from upstream librpma, under the same names so
-# that they take the place of Debian's:
+# package`) makes the two binary packages Debian builds from upstream librpma, under the same names:
 #   librpma0     install component Runtime: librpma.so.0*
 #   librpma-dev  install component Development: librpma.h, librpma.so, librpma.a, librpma.pc,
 #                the CMake package and the man pages
+# Sharing Debian's names is what makes them replace Debian's packages: dpkg and apt see another
+# version of librpma0 and librpma-dev (1.3.0-1 against bookworm's 1.2.0-1), so installing them
+# upgrades Debian's and removes its files. Replaces/Conflicts/Provides naming the packages
+# themselves would mean nothing (lintian: package-relation-with-self), hence there are none.
 # Each package also gets /usr/share/doc/<package>/{copyright,changelog.Debian.gz} (components
-# RuntimeDebDoc and DevelopmentDebDoc, installed only by CPack) and a lintian overrides file.
-# A configure with -DCMAKE_INSTALL_PREFIX=/usr gives Debian's multiarch library folder
-# (/usr/lib/x86_64-linux-gnu), as Debian's packages have; otherwise the library lands in /usr/lib.
+# RuntimeDebDoc and DevelopmentDebDoc, which only CPack installs) and a lintian overrides file
+# (cmake/deb/*.lintian-overrides, each override with its reason).
+# Configured with -DCMAKE_INSTALL_PREFIX=/usr the library goes to Debian's multiarch folder
+# (/usr/lib/x86_64-linux-gnu), as in Debian's packages; otherwise to /usr/lib.
 # Included from cmake/install.cmake, after every install() rule.
 
 set(RPMA_DEB_REVISION 1 CACHE STRING "Debian revision of the packages (VERSION-REVISION)")
@@ -80,7 +84,6 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_PACKAGE_DIRECTORY ${CMAKE_BINARY_DIR})
 set(CPACK_STRIP_FILES ON)
 set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/deb/compress-man.cmake)
-set(CPACK_SOURCE_IGNORE_FILES "/build[^/]*/" "/\\\\.git/")
 
 set(CPACK_COMPONENTS_ALL Runtime RuntimeDebDoc Development DevelopmentDebDoc)
 set(CPACK_COMPONENTS_GROUPING ONE_PER_GROUP)
@@ -94,14 +97,11 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)            # NAME_VERSION-REVISION_ARCH.
 set(CPACK_DEBIAN_PACKAGE_RELEASE ${RPMA_DEB_REVISION})
 set(CPACK_DEBIAN_PACKAGE_SOURCE rpma)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
-set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/pmem/rpma")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_DEBIAN_COMPRESSION_TYPE xz)
 
-# Debian's packages are Multi-Arch: same; so are these when the library is in the multiarch folder
-if(CMAKE_LIBRARY_ARCHITECTURE AND CMAKE_INSTALL_LIBDIR STREQUAL "lib/${CMAKE_LIBRARY_ARCHITECTURE}")
-  set(CPACK_DEBIAN_PACKAGE_MULTIARCH same)
-elseif(CMAKE_LIBRARY_ARCHITECTURE)
+# Debian's packages are Multi-Arch: same; CPack 3.25 cannot write that field, so these are not.
+if(CMAKE_LIBRARY_ARCHITECTURE AND NOT CMAKE_INSTALL_LIBDIR STREQUAL "lib/${CMAKE_LIBRARY_ARCHITECTURE}")
   message(STATUS "Debian packages: the library goes to /usr/${CMAKE_INSTALL_LIBDIR}; "
     "configure with -DCMAKE_INSTALL_PREFIX=/usr for /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}")
 endif()
