@@ -126,11 +126,14 @@ set(CPACK_DEBIAN_LIBS_DESCRIPTION "remote persistent memory access library over 
 ${_rpma_deb_about}
 
 This package contains the shared library.")
+# (CPackDeb runs `file` to find the shared objects it hands to dpkg-shlibdeps)
 find_program(RPMA_DPKG_SHLIBDEPS dpkg-shlibdeps)
-if(RPMA_DPKG_SHLIBDEPS)
+find_program(RPMA_FILE file)
+if(RPMA_DPKG_SHLIBDEPS AND RPMA_FILE)
   set(CPACK_DEBIAN_LIBS_PACKAGE_SHLIBDEPS ON)
 else()
-  message(STATUS "dpkg-shlibdeps not found (package dpkg-dev): librpma0's Depends are fixed")
+  message(STATUS "dpkg-shlibdeps or file not found (packages dpkg-dev, file): "
+    "librpma0's Depends are fixed")
   set(CPACK_DEBIAN_LIBS_PACKAGE_DEPENDS "libc6 (>= 2.34), libgcc-s1 (>= 3.3.1), libstdc++6 (>= 12)")
 endif()
 # symbols: every exported function of the version script, at LIBRPMA_1.0
