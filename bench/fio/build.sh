@@ -2,11 +2,12 @@
 # build.sh -- builds fio with its librpma engines (librpma_apm_*, librpma_gpspm_*) against THIS
 # rpma: headers from include/, librpma.so.0 from an rpma build directory or install prefix.
 #
-#   bench/fio/build.sh [--rpma DIR] [--out DIR] [--jobs N]
+#   bench/fio/build.sh [--rpma DIR] [--out DIR] [--jobs N] [--no-opt]
 #     --rpma DIR  an rpma build dir holding librpma.so (or a prefix with lib/ or
 #                 lib/<multiarch>/librpma.so); default: build/
 #     --out DIR   where fio's source and binary go; default: build-fio/ (git-ignored)
 #     --jobs N    make -jN; default: nproc
+#     --no-opt    configure --disable-optimizations: a faster build, for tests (not benchmarks)
 #
 # Debian's fio binary is built without the librpma engines, so this fetches Debian's fio source
 # (`apt-get source fio`; adds a deb-src entry and runs apt-get update when there is none) and
@@ -30,12 +31,14 @@ REPO=$(cd "$HERE/../.." && pwd)
 RPMA=$REPO/build
 OUT=$REPO/build-fio
 JOBS=$(nproc)
+OPT=(--disable-native)
 while [[ $# -gt 0 ]]; do
     case $1 in
         --rpma) RPMA=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
         --jobs) JOBS=$2; shift 2 ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        --no-opt) OPT+=(--disable-optimizations); shift ;;
+        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
         *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -56,7 +59,8 @@ OUT=$(cd "$OUT" && pwd)
 
 stamp="rpma-lib=$LIBDIR
 header=$(sha256sum <"$INCDIR/librpma.h" | cut -d' ' -f1)
-recipe=$(sha256sum <"$HERE/build.sh" | cut -d' ' -f1)"
+recipe=$(sha256sum <"$HERE/build.sh" | cut -d' ' -f1)
+options=${OPT[*]}"
 if [[ -x $OUT/fio && -f $OUT/stamp && $(cat "$OUT/stamp") == "$stamp" ]]; then
     log "$OUT/fio is already built against $LIBDIR"
     echo "$OUT/fio"
@@ -68,7 +72,7 @@ if [[ $(id -u) -ne 0 ]]; then
     if command -v sudo >/dev/null; then SUDO=(sudo); else SUDO=(false); fi
 fi
 export DEBIAN_FRONTEND=noninteractive
-APT=("${SUDO[@]}" apt-get -q -o DPkg::Lock::Timeout=600)
+APT=("${SUDO[@]}" apt-get -q -o DPkg::Lock::Timeout=600 -o Acquire::http::Timeout=30 -o Acquire::Retries=2)
 
 installed() { [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == "install ok installed" ]]; }
 # What fio's configure needs for the librpma engines (libverbs + rdmacm + libpmem, protobuf-c for
@@ -108,7 +112,7 @@ if [[ -z $SRC || ! -f $SRC/configure ]]; then
     rm -rf "$OUT/src"
     mkdir -p "$OUT/src"
     log "fetching fio's source (apt-get source fio)"
-    if ! (cd "$OUT/src" && apt-get -q source fio) >&2; then
+    if ! (cd "$OUT/src" && apt-get -q -o Acquire::http::Timeout=30 -o Acquire::Retries=2 source fio) >&2; then
         log "could not fetch fio's source with apt-get source fio (no deb-src entry or no network)"
         exit 3
     fi
@@ -124,7 +128,7 @@ rm -f "$OUT/fio" "$OUT/stamp"
     cd "$SRC"
     make clean >/dev/null 2>&1 || true
     LDFLAGS="-L$LIBDIR -Wl,-rpath,$LIBDIR -Wl,--enable-new-dtags" ./configure \
-        --extra-cflags="-I$INCDIR" --disable-native --disable-numa --disable-rados --disable-rbd \
+        --extra-cflags="-I$INCDIR" "${OPT[@]}" --disable-numa --disable-rados --disable-rbd \
         --disable-http --disable-gfapi --disable-libnfs --disable-xnvme --disable-libzbc \
         --disable-tcmalloc --disable-dfs >"$OUT/configure.log" 2>&1 ||
         { cat "$OUT/configure.log" >&2; exit 1; }
@@ -138,17 +142,23 @@ rm -f "$OUT/fio" "$OUT/stamp"
     sed -i '/CONFIG_LIBPMEM2_INSTALLED/d' config-host.h config-host.mak
     nice make -j"$JOBS" fio >"$OUT/make.log" 2>&1 || { tail -n 40 "$OUT/make.log" >&2; exit 1; }
 ) || { log "building fio failed (logs in $OUT)"; exit 4; }
-cp "$SRC/fio" "$OUT/fio"
-rm -rf "$OUT/examples"
-cp -r "$SRC/examples" "$OUT/examples"
-
-# ---- check that fio loads our librpma.so.0, not Debian's
-loaded=$(ldd "$OUT/fio" | awk '$1 == "librpma.so.0" { print $3 }')
+# ---- check that fio loads our librpma.so.0, not Debian's, and has the engines
+loaded=$(ldd "$SRC/fio" | awk '$1 == "librpma.so.0" { print $3 }')
 if [[ $(readlink -f "$loaded") != $(readlink -f "$LIBDIR/librpma.so.0") ]]; then
     log "fio loads librpma.so.0 from '$loaded', not from $LIBDIR"
     exit 4
 fi
-"$OUT/fio" --enghelp 2>/dev/null | grep librpma_gpspm_server >/dev/null || { log "fio has no librpma engines"; exit 4; }
+# fio is not instrumented: a sanitizer runtime that librpma.so.0 needs must be loaded first
+runtime=$(ldd "$LIBDIR/librpma.so.0" | awk '$1 ~ /^lib(asan|tsan)\.so/ { print $3; exit }')
+engines=$(LD_PRELOAD=$runtime ASAN_OPTIONS=detect_leaks=0 "$SRC/fio" --enghelp 2>&1 || true)
+if ! grep -q librpma_gpspm_server <<<"$engines"; then
+    log "fio has no librpma engines: fio --enghelp says:"
+    echo "$engines" | tail -n 20 >&2
+    exit 4
+fi
+cp "$SRC/fio" "$OUT/fio"
+rm -rf "$OUT/examples"
+cp -r "$SRC/examples" "$OUT/examples"
 echo "$stamp" >"$OUT/stamp"
 log "built $OUT/fio in $(($(date +%s) - start)) s; librpma.so.0 => $loaded"
 echo "$OUT/fio"

@@ -135,7 +135,8 @@ def run_case(args, case, port, workdir):
         with open(files["server.err"], "w") as serr:
             server = subprocess.Popen(fio + [f"--output={files['server.json']}",
                                              os.path.join(jobs, f"{case.engine}-server.fio")],
-                                      env=env, stdout=serr, stderr=subprocess.STDOUT)
+                                      env=env, stdout=serr, stderr=subprocess.STDOUT,
+                                      cwd=workdir)
         deadline = time.monotonic() + args.start_timeout
         while not listening(port):
             if server.poll() is not None:
@@ -152,7 +153,7 @@ def run_case(args, case, port, workdir):
                     rc = subprocess.run(fio + [f"--output={files['client.json']}",
                                                os.path.join(jobs, f"{case.engine}-client.fio")],
                                         env=env, stdout=cerr, stderr=subprocess.STDOUT,
-                                        timeout=client_timeout).returncode
+                                        cwd=workdir, timeout=client_timeout).returncode
                     if rc != 0:
                         problems.append(f"client exited with {rc}")
                 except subprocess.TimeoutExpired:
@@ -215,7 +216,7 @@ def table(results):
             "p50 us", "p99 us"]
     rows = []
     for r in results:
-        if "bw_bytes" not in r:
+        if "bw_bytes" not in r or r["problems"]:
             rows.append([r["engine"], r["mem"], r["mode"], r["rw"], r["bs"], str(r["iodepth"]),
                          "FAILED", "", "", "", ""])
             continue
@@ -247,9 +248,11 @@ def main():
     p.add_argument("--keep", help="keep fio's outputs in this folder")
     args = p.parse_args()
 
+    args.fio = os.path.abspath(args.fio)  # fio runs in a working folder of its own
+    args.jobs = os.path.abspath(args.jobs)
     cases = [Case(s, args.iodepth) for s in args.cases.split(",") if s]
     results, failed = [], 0
-    workdir = args.keep or tempfile.mkdtemp(prefix="rpma-fio-")
+    workdir = args.keep or tempfile.mkdtemp(prefix="rpma-fio-", dir=args.mem_dir)
     os.makedirs(workdir, exist_ok=True)
     for i, case in enumerate(cases):
         print(f"fio/run: {case.spec} (port {args.port_base + i}, {args.ramp}+{args.time} s)",
@@ -272,6 +275,8 @@ def main():
                         if text.strip():
                             print(f"--- {path}\n{text.rstrip()[-3000:]}", file=sys.stderr)
     if not args.keep:
+        # fio's outputs, and the SIZE-byte file named "malloc" that fio lays out in its working
+        # folder (the server engine then takes that name for DRAM and does not use the file)
         for name in os.listdir(workdir):
             os.unlink(os.path.join(workdir, name))
         os.rmdir(workdir)
