@@ -211,6 +211,25 @@ def run_case(args, case, port, workdir):
     return result, problems
 
 
+def run_perf(args, case, port):
+    """The nearest rpma-perf loopback run for an APM case on DRAM (rpma-perf has no GPSPM and
+    its loopback server has no file): write-flush (a write, then a flush, each completion
+    waited for; busy-poll, as fio's client) or read, same size and iodepth."""
+    op = "read" if case.rw in ("read", "randread") else "write-flush"
+    cmd = [args.rpma_perf, "loopback", "--op", op, "--size", str(size_bytes(case.bs)),
+           "--iodepth", str(case.iodepth), "--busy-poll", "--time", str(args.time),
+           "--port", str(port), "--json"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.time + 60)
+        data = json.loads(out.stdout)
+    except (subprocess.TimeoutExpired, ValueError) as e:
+        print(f"fio/run: rpma-perf failed for {case.spec}: {e}", file=sys.stderr)
+        return None
+    return {"command": " ".join(cmd), "bw_bytes": data["bw_bytes_per_s"], "iops": data["iops"],
+            "lat_mean_us": data["lat_us"]["mean"], "lat_p50_us": data["lat_us"]["p50"],
+            "lat_p99_us": data["lat_us"]["p99"]}
+
+
 def table(results):
     head = ["engine", "mem", "mode", "rw", "bs", "iodepth", "MiB/s", "IOPS", "lat mean us",
             "p50 us", "p99 us"]
@@ -224,6 +243,12 @@ def table(results):
         rows.append([r["engine"], r["mem"], r["mode"], r["rw"], r["bs"], str(r["iodepth"]),
                      f"{r['bw_bytes'] / 2**20:.1f}", f"{r['iops']:.0f}", us(r["lat_mean_ns"]),
                      us(r["lat_p50_ns"]), us(r["lat_p99_ns"])])
+    perf = any("rpma_perf" in r for r in results)
+    if perf:
+        head += ["rpma-perf MiB/s", "rpma-perf p50 us"]
+        for r, row in zip(results, rows):
+            q = r.get("rpma_perf")
+            row += [f"{q['bw_bytes'] / 2**20:.1f}", f"{q['lat_p50_us']:.1f}"] if q else ["", ""]
     out = ["| " + " | ".join(head) + " |",
            "|" + "|".join("---" if i < 6 else "---:" for i in range(len(head))) + "|"]
     out += ["| " + " | ".join(row) + " |" for row in rows]
@@ -244,6 +269,8 @@ def main():
     p.add_argument("--mem-dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                    help="where the file-backed workspaces go")
     p.add_argument("--start-timeout", type=int, default=60, help="seconds for a server to listen")
+    p.add_argument("--rpma-perf", help="also run rpma-perf loopback (this path) for each APM "
+                   "case on DRAM, right after it, ports from --port-base + 25")
     p.add_argument("--out", help="write every result (JSON) here")
     p.add_argument("--keep", help="keep fio's outputs in this folder")
     args = p.parse_args()
@@ -258,6 +285,8 @@ def main():
         print(f"fio/run: {case.spec} (port {args.port_base + i}, {args.ramp}+{args.time} s)",
               file=sys.stderr, flush=True)
         result, problems = run_case(args, case, args.port_base + i, workdir)
+        if args.rpma_perf and case.engine == "apm" and case.mem == "dram" and not problems:
+            result["rpma_perf"] = run_perf(args, case, args.port_base + 25 + i)
         results.append(result)
         if problems:
             failed += 1
