@@ -38,7 +38,7 @@ while [[ $# -gt 0 ]]; do
         --out) OUT=$2; shift 2 ;;
         --jobs) JOBS=$2; shift 2 ;;
         --no-opt) OPT+=(--disable-optimizations); shift ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
