@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """run.py -- rpma-perf side by side with raw TCP, libfabric (tcp provider) and UCX (UCX_TLS=tcp),
 all over loopback. Each case runs every peer back to back; the whole set is repeated RUNS times
-and the medians are reported. Called by bench/run.sh, which builds the programs first."""
+and the medians are reported. Called by bench/run.sh, which builds the programs first.
+--plot FILE.svg draws the rpma/peer ratios (matplotlib); with --from RESULTS.json it only draws
+the picture of an earlier run:
+    python3 bench/run.py --plot docs/performance.svg --from bench/results.json"""
 import argparse
 import json
 import os
@@ -158,10 +161,105 @@ def fmt(v, kind):
     return f"{v:.1f} us" if kind == "lat" else f"{v:.0f} MiB/s"
 
 
+PEER_LABELS = {"tcp": "raw TCP", "libfabric": "libfabric (tcp provider)",
+               "ucx": "UCX (UCX_TLS=tcp)", "rpma_base": "rpma, baseline build"}
+PEER_COLOURS = {"tcp": "#4c72b0", "libfabric": "#dd8452", "ucx": "#55a868", "rpma_base": "#8172b3"}
+
+
+def case_label(c):
+    if c["kind"] == "lat":
+        return "write+flush 8 B\n" + ("busy-poll" if c["busy_poll"] else "blocking")
+    size = c["size"]
+    unit = f"{size // MiB} MiB" if size >= MiB else f"{size // KiB} KiB"
+    return f"{c['kind']} {unit}"
+
+
+def plot(results, path):
+    """Draws results' rpma/peer ratios into path (SVG, PNG, ... by its suffix): a group of bars
+    per case, a colour per peer, each bar going from 1.0 (as fast as the peer) to the ratio on a
+    log scale, and a black mark at each target. Bandwidth (higher is better) and latency (lower is
+    better) get a panel each."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker
+    except ImportError:
+        sys.exit(f"run.py: --plot needs matplotlib for {sys.executable} "
+                 "(Debian: python3-matplotlib, see bench/install-deps.sh)")
+    plt.rcParams["svg.hashsalt"] = "rpma-bench"  # the same results give the same file
+    plt.rcParams["svg.fonttype"] = "none"        # text stays text
+    cases = results["cases"]
+    peers = [p for p in PEERS[1:]
+             if any(c["ratios_rpma_to"].get(p) is not None for c in cases)]
+    panels = [(k, [c for c in cases if (c["kind"] == "lat") == (k == "lat")])
+              for k in ("bw", "lat")]
+    panels = [(k, cs) for k, cs in panels if cs]
+    fig, axes = plt.subplots(1, len(panels), figsize=(12, 5.2), squeeze=False,
+                             gridspec_kw={"width_ratios": [len(cs) for _, cs in panels]})
+    width = 0.8 / max(1, len(peers))
+    target_drawn = False
+    for ax, (kind, cs) in zip(axes[0], panels):
+        values = [r for c in cs for r in c["ratios_rpma_to"].values() if r]
+        values += [t["value"] for c in cs for t in c.get("targets", [])]
+        lo, hi = min(values + [0.5]) / 1.5, max(values + [2.0]) * 1.6
+        for i, peer in enumerate(peers):
+            xs = [j + (i - (len(peers) - 1) / 2) * width for j in range(len(cs))]
+            for x, c in zip(xs, cs):
+                r = c["ratios_rpma_to"].get(peer)
+                if r is None:
+                    ax.text(x, 1.03, "n/a", ha="center", va="bottom", fontsize=7, color="grey")
+                    continue
+                ax.bar(x, r - 1, width * 0.92, bottom=1,
+                       color=PEER_COLOURS.get(peer, "grey"),
+                       label=PEER_LABELS.get(peer, peer) if c is cs[0] else None)
+                ax.text(x, r * (1.06 if r >= 1 else 0.94), f"{r:.2f}" if r < 10 else f"{r:.0f}",
+                        ha="center", va="bottom" if r >= 1 else "top", fontsize=7)
+                for t in c.get("targets", []):
+                    if t["peer"] == peer:
+                        ax.plot([x - width / 2, x + width / 2], [t["value"]] * 2, color="black",
+                                linewidth=2.2, label=None if target_drawn else
+                                "target for rpma/peer")
+                        target_drawn = True
+        ax.axhline(1.0, color="black", linewidth=1, linestyle="--")
+        ax.set_yscale("log")
+        ax.set_ylim(lo, hi)
+        steps = (0.25, 0.5, 0.75, 1, 1.5, 2, 3) if hi / lo < 20 else \
+            (0.25, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500)
+        ticks = [t for t in steps if lo <= t <= hi]
+        ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_xticks(range(len(cs)))
+        ax.set_xticklabels([case_label(c) for c in cs])
+        ax.grid(axis="y", which="both", alpha=0.25)
+        if kind == "bw":
+            ax.set_title("bandwidth, iodepth 32: rpma/peer, higher is better", fontsize=10)
+            ax.set_ylabel("rpma / peer (log scale; 1.0 = as fast as the peer)")
+        else:
+            ax.set_title("latency, 8-byte round trip p50:\nrpma/peer, lower is better", fontsize=10)
+            ax.set_ylabel("rpma / peer (log scale)")
+    m = results.get("machine", {})
+    fig.suptitle("rpma against other transports over TCP loopback: medians of "
+                 f"{results.get('runs', '?')} runs of {results.get('seconds_per_run', '?'):g} s, "
+                 f"{m.get('cpus', '?')} CPUs ({m.get('cpu_model', '?')})", fontsize=11)
+    handles, labels = [], []
+    for ax in axes[0]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 0.95))
+    fig.savefig(path, metadata={"Date": None} if str(path).endswith(".svg") else None)
+    plt.close(fig)
+    print(f"plot: {path}", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--perf", required=True)
-    ap.add_argument("--tcp", required=True)
+    ap.add_argument("--perf", help="rpma-perf (required unless --from)")
+    ap.add_argument("--tcp", help="bench/tcp_peer (required unless --from)")
     ap.add_argument("--fabric", default="")
     ap.add_argument("--ucx", default="")
     ap.add_argument("--time", type=float, default=3.0)
@@ -170,7 +268,19 @@ def main():
     ap.add_argument("--cases", default="", help="comma-separated subset of cases")
     ap.add_argument("--baseline-lib", default="",
                     help="a folder with another librpma.so.0: rpma-perf runs over it as well")
+    ap.add_argument("--plot", default="", metavar="FILE.svg",
+                    help="draw the rpma/peer ratios into FILE (needs matplotlib)")
+    ap.add_argument("--from", dest="from_json", default="", metavar="RESULTS.json",
+                    help="run nothing: only --plot the results of an earlier run")
     a = ap.parse_args()
+    if a.from_json:
+        if not a.plot:
+            ap.error("--from needs --plot")
+        with open(a.from_json) as f:
+            plot(json.load(f), a.plot)
+        return 0
+    if not a.perf or not a.tcp:
+        ap.error("--perf and --tcp are required (or --from with --plot)")
     r = Runner(a)
     cases = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")]
     info = machine()
@@ -257,6 +367,8 @@ def main():
               (f"{fmt(med['rpma_base'], kind):>11s} | {rt(ratios['rpma_base']):>6s} | "
                if base else "") + tg)
     print(f"\nJSON: {a.out}")
+    if a.plot:
+        plot(out, a.plot)
     return 1 if errors and not any(samples[(c[0], 'rpma')] for c in cases) else 0
 
 

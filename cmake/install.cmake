@@ -1,10 +1,13 @@
 # Installation: headers, shared + static library, pkg-config file and a CMake package
 # (find_package(rpma) -> rpma::rpma for the shared library, rpma::rpma_static for the archive).
+# Install components: Runtime (librpma.so.0*) and Development (everything else); the Debian
+# packages librpma0 and librpma-dev are made of them (cmake/package.cmake).
 include(CMakePackageConfigHelpers)
 
 set(RPMA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rpma)
 
-install(FILES ${CMAKE_SOURCE_DIR}/include/librpma.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${CMAKE_SOURCE_DIR}/include/librpma.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  COMPONENT Development)
 
 # The archive holds C++ objects: a C program linking it also needs the C++ runtime, which CMake
 # does not record for a library made only of object-library objects. Take the libraries the C++
@@ -19,10 +22,10 @@ foreach(lib ${RPMA_CXX_RUNTIME})
 endforeach()
 
 install(TARGETS rpma rpma_static EXPORT rpmaTargets
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Development
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Runtime NAMELINK_COMPONENT Development
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(EXPORT rpmaTargets NAMESPACE rpma:: DESTINATION ${RPMA_CMAKE_DIR})
+install(EXPORT rpmaTargets NAMESPACE rpma:: DESTINATION ${RPMA_CMAKE_DIR} COMPONENT Development)
 
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/rpmaConfig.cmake.in
   ${CMAKE_BINARY_DIR}/rpmaConfig.cmake INSTALL_DESTINATION ${RPMA_CMAKE_DIR})
@@ -30,7 +33,7 @@ configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/rpmaConfig.cmake.in
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/rpmaConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/rpmaConfig.cmake ${CMAKE_BINARY_DIR}/rpmaConfigVersion.cmake
-  DESTINATION ${RPMA_CMAKE_DIR})
+  DESTINATION ${RPMA_CMAKE_DIR} COMPONENT Development)
 
 # The .pc file finds its prefix from its own location, so `cmake --install --prefix DIR` works
 # without reconfiguring. GNUInstallDirs may give relative or absolute directories.
@@ -49,4 +52,8 @@ foreach(kind LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/librpma.pc.in ${CMAKE_BINARY_DIR}/librpma.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/librpma.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${CMAKE_BINARY_DIR}/librpma.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+  COMPONENT Development)
+include(${CMAKE_CURRENT_LIST_DIR}/man.cmake)  # docs/man pages (COMPONENT Development)
+
+include(${CMAKE_CURRENT_LIST_DIR}/package.cmake)

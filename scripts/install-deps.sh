@@ -13,6 +13,8 @@ PACKAGES=(
     iproute2 procps                      # ip, ss, ps, pgrep in integration tests
     iptables                             # network cuts inside test namespaces (tests/hardening)
     libpmem2-dev                         # persistence on DAX mappings
+    dpkg-dev file                        # dpkg-shlibdeps, file: .deb Depends (tests/deb)
+    python3 mandoc                       # man page checks (tests/man)
 )
 # Nice to have: a missing one is reported, not fatal.
 OPTIONAL_PACKAGES=(
