@@ -14,7 +14,9 @@ PACKAGES=(
     iptables                             # network cuts inside test namespaces (tests/hardening)
     libpmem2-dev                         # persistence on DAX mappings
     dpkg-dev file                        # dpkg-shlibdeps, file: .deb Depends (tests/deb)
-    python3 mandoc                       # man page checks (tests/man)
+    python3 mandoc                       # man page checks (tests/man), layout checks
+    libpmem-dev librdmacm-dev            # fio's librpma engines, built from Debian's fio source
+    libprotobuf-c-dev zlib1g-dev         #   (tests/fio, bench/fio/build.sh)
 )
 # Nice to have: a missing one is reported, not fatal.
 OPTIONAL_PACKAGES=(
