@@ -20,24 +20,30 @@ TEST(RankedMutex, InOrderAndTryLockWork) {
 }
 
 #ifdef RPMA_CHECK_LOCK_ORDER
+namespace {
+
+void lock_out_of_order() {
+    RankedMutex low{0};
+    RankedMutex high{2};
+    std::lock_guard lh(high);
+    std::lock_guard ll(low);
+}
+
+void lock_same_rank_twice() {
+    RankedMutex one{3};
+    RankedMutex other{3};
+    std::lock_guard l1(one);
+    std::lock_guard l2(other);
+}
+
+}  // namespace
+
 TEST(RankedMutexDeathTest, OutOfOrderAborts) {
-    EXPECT_DEATH(
-        {
-            RankedMutex low{0}, high{2};
-            std::lock_guard lh(high);
-            std::lock_guard ll(low);
-        },
-        "lock order violated: rank 0 taken while holding 0x4");
+    EXPECT_DEATH(lock_out_of_order(), "lock order violated: rank 0 taken while holding 0x4");
 }
 
 TEST(RankedMutexDeathTest, SameRankTwiceAborts) {
-    EXPECT_DEATH(
-        {
-            RankedMutex one{3}, other{3};
-            std::lock_guard l1(one);
-            std::lock_guard l2(other);
-        },
-        "lock order violated");
+    EXPECT_DEATH(lock_same_rank_twice(), "lock order violated");
 }
 #else
 TEST(RankedMutexDeathTest, OutOfOrderAborts) {
