@@ -25,7 +25,7 @@ RPMA_EXPORT int rpma_ep_shutdown(struct rpma_ep **ep_ptr) {
 
 RPMA_EXPORT int rpma_ep_get_fd(const struct rpma_ep *ep, int *fd) {
     if (!ep || !fd) return RPMA_E_INVAL;
-    *fd = const_cast<Ep *>(api::obj<Ep>(ep))->fd();
+    *fd = api::obj<Ep>(ep)->fd();
     return 0;
 }
 
