@@ -54,7 +54,7 @@ class RankedMutex {
     void hold() noexcept {}
     void release() noexcept {}
 #endif
-    unsigned rank_;
+    [[maybe_unused]] unsigned rank_;  // read only by the check
     std::mutex mu_;
 };
 
