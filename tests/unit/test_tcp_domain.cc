@@ -12,6 +12,7 @@
 
 #include "common/fd_queue.h"
 #include "provider/provider.h"
+#include "provider/soft/cq.h"
 #include "provider/soft/region.h"
 
 using namespace rpma;
@@ -184,6 +185,19 @@ TEST_F(TcpDomainTest, RequestRejectedWhenDroppedUnaccepted) {
     req.reset();
     EXPECT_EQ(NextEvent(c), RPMA_CONN_REJECTED);
     c.qp->close();
+}
+
+// The send CQ is driven by its queue pair (a waiting or polling thread reads the answers itself)
+// from creation until close.
+TEST_F(TcpDomainTest, QueuePairDrivesItsCqUntilClosed) {
+    Side c;
+    ASSERT_NO_FATAL_FAILURE(MakeSide(c));
+    ASSERT_EQ(dom_->create_qp("127.0.0.1", "25712", c.attr(), &c.qp), 0);
+    auto *cq = static_cast<Cq *>(c.cq.get());
+    EXPECT_EQ(cq->driver(), dynamic_cast<CqDriver *>(c.qp.get()));
+    EXPECT_NE(cq->driver(), nullptr);
+    c.qp->close();
+    EXPECT_EQ(cq->driver(), nullptr);
 }
 
 TEST_F(TcpDomainTest, RequestAcceptedThenClosed) {

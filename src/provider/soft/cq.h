@@ -43,6 +43,7 @@ class Cq final : public prov::CompletionQueue {
     }
     int fd() const noexcept override { return channel_->fd(); }
     void set_driver(CqDriver *d) noexcept { driver_ = d; }
+    CqDriver *driver() const noexcept { return driver_; }
     // The calling thread is inside drive() for this CQ: completions it pushes need no wake-up.
     static thread_local Cq *t_driving;
 

@@ -110,7 +110,7 @@ int Domain::create_qp(const char *addr, const char *port, const prov::QpAttr &at
     freeaddrinfo(res);
     Engine *e = engine();
     if (!e) return RPMA_E_PROVIDER;
-    auto qp = QueuePair::create(e, &mrs_, qp_config(attr), attr.events);
+    auto qp = make_qp(e, attr);
     qp->set_remote(ss, len);
     *out = std::move(qp);
     return 0;
@@ -119,8 +119,17 @@ int Domain::create_qp(const char *addr, const char *port, const prov::QpAttr &at
 int Domain::create_qp(const prov::QpAttr &attr, std::shared_ptr<prov::QueuePair> *out) {
     Engine *e = engine();
     if (!e) return RPMA_E_PROVIDER;
-    *out = QueuePair::create(e, &mrs_, qp_config(attr), attr.events);
+    *out = make_qp(e, attr);
     return 0;
+}
+
+std::shared_ptr<QueuePair> Domain::make_qp(Engine *e, const prov::QpAttr &attr) {
+    QpConfig cfg = qp_config(attr);
+    auto qp = QueuePair::create(e, &mrs_, cfg, attr.events);
+    // A thread waiting on (or polling) the send CQ reads this queue pair's answers itself
+    // instead of waiting for the engine thread; close() takes it back.
+    cfg.cq->set_driver(qp.get());
+    return qp;
 }
 
 }  // namespace rpma::tcp

@@ -12,6 +12,8 @@
 
 namespace rpma::tcp {
 
+class QueuePair;
+
 class Domain final : public prov::Domain {
   public:
     Domain() = default;
@@ -39,6 +41,8 @@ class Domain final : public prov::Domain {
     Engine *engine();
 
   private:
+    std::shared_ptr<QueuePair> make_qp(Engine *e, const prov::QpAttr &attr);
+
     MrTable mrs_;
     std::mutex mu_;
     std::unique_ptr<Engine> engine_;
