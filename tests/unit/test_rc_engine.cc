@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/mem_stream.h"
 #include "provider/soft/compl_channel.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/mr_table.h"
@@ -24,72 +25,8 @@
 
 namespace rpma::tcp {
 
-namespace {
-
-// One direction of an in-memory pipe, bounded so that a full pipe makes the writer wait (EAGAIN)
-// as a full socket does.
-struct Channel {
-    std::mutex mu;
-    std::deque<char> bytes;
-    bool eof = false;
-    size_t capacity = 256 * 1024;
-};
-
-// One end of a pipe: writes into `out`, reads from `in`.
-class MemStream final : public ByteStream {
-  public:
-    MemStream(std::shared_ptr<Channel> in, std::shared_ptr<Channel> out)
-        : in_(std::move(in)), out_(std::move(out)) {}
-    ssize_t writev(const iovec *iov, int n) override {
-        std::lock_guard lk(out_->mu);
-        if (out_->eof) {
-            errno = EPIPE;
-            return -1;
-        }
-        size_t room = out_->capacity - out_->bytes.size(), put = 0;
-        for (int i = 0; i < n && room > 0; ++i) {
-            size_t k = std::min(room, iov[i].iov_len);
-            auto *p = static_cast<const char *>(iov[i].iov_base);
-            out_->bytes.insert(out_->bytes.end(), p, p + k);
-            room -= k;
-            put += k;
-        }
-        if (put == 0) {
-            errno = EAGAIN;
-            return -1;
-        }
-        return static_cast<ssize_t>(put);
-    }
-    ssize_t readv(const iovec *iov, int n) override {
-        std::lock_guard lk(in_->mu);
-        size_t got = 0;
-        for (int i = 0; i < n && !in_->bytes.empty(); ++i) {
-            size_t k = std::min(in_->bytes.size(), iov[i].iov_len);
-            std::copy_n(in_->bytes.begin(), k, static_cast<char *>(iov[i].iov_base));
-            in_->bytes.erase(in_->bytes.begin(), in_->bytes.begin() + static_cast<long>(k));
-            got += k;
-        }
-        if (got > 0) return static_cast<ssize_t>(got);
-        if (in_->eof) return 0;
-        errno = EAGAIN;
-        return -1;
-    }
-    void shutdown(int how) override {
-        {
-            std::lock_guard lk(out_->mu);
-            out_->eof = true;
-        }
-        if (how == SHUT_RDWR) {
-            std::lock_guard lk(in_->mu);
-            in_->eof = true;
-        }
-    }
-
-  private:
-    std::shared_ptr<Channel> in_, out_;
-};
-
-}  // namespace
+using memio::Channel;
+using memio::MemStream;
 
 // Builds established queue pairs over MemStreams and steps them (friend of QueuePair).
 struct QpTestAccess {
