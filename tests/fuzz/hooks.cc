@@ -59,25 +59,25 @@ void QueuePair::fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, int kind, const 
     static char local[4096];
     auto region = mrs->find(0x1000);
     for (int i = 0; i < 4; ++i)
-        qp->rq_.post(PostedRecv{region, region ? region->addr() + 1024 * i : nullptr, 1024,
-                                static_cast<uint64_t>(i)});
+        qp->rq_.post(prov::RecvWr{region, region ? region->addr() + 1024 * i : nullptr, 1024,
+                                  static_cast<uint64_t>(i)});
     if (kind == 1) {
         // requests the answers can refer to: seq 1..5
-        SendWr w;
+        prov::SendWr w;
         w.len = 16;
         w.local = local;
-        w.op = Op::kWrite;
+        w.op = prov::WrOp::kWrite;
         qp->post_send(w);
-        w.op = Op::kRead;
+        w.op = prov::WrOp::kRead;
         w.local_region = region;
         w.local = region ? region->addr() : nullptr;
         qp->post_send(w);
-        w.op = Op::kFlush;
+        w.op = prov::WrOp::kFlush;
         qp->post_send(w);
-        w.op = Op::kSend;
+        w.op = prov::WrOp::kSend;
         w.local = local;
         qp->post_send(w);
-        w.op = Op::kRead;
+        w.op = prov::WrOp::kRead;
         w.len = 2048;
         w.local = region ? region->addr() : nullptr;
         qp->post_send(w);

@@ -7,8 +7,9 @@
 #include <memory>
 
 #include "provider/soft/recv_queue.h"
+#include "provider/soft/region.h"
 
-using rpma::PostedRecv;
+using PostedRecv = rpma::prov::RecvWr;
 using rpma::RecvQueue;
 using rpma::RecvWaiter;
 

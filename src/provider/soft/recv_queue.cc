@@ -6,7 +6,7 @@
 
 namespace rpma {
 
-int RecvQueue::post(PostedRecv r) {
+int RecvQueue::post(prov::RecvWr r) {
     std::vector<std::weak_ptr<RecvWaiter>> wake;
     {
         std::lock_guard lk(mu_);
@@ -22,20 +22,20 @@ int RecvQueue::post(PostedRecv r) {
     return 0;
 }
 
-std::optional<PostedRecv> RecvQueue::take_or_wait(std::weak_ptr<RecvWaiter> w) {
+std::optional<prov::RecvWr> RecvQueue::take_or_wait(std::weak_ptr<RecvWaiter> w) {
     std::lock_guard lk(mu_);
     if (q_.empty()) {
         waiters_.push_back(std::move(w));
         return std::nullopt;
     }
-    PostedRecv r = std::move(q_.front());
+    prov::RecvWr r = std::move(q_.front());
     q_.pop_front();
     return r;
 }
 
-std::deque<PostedRecv> RecvQueue::drain() {
+std::deque<prov::RecvWr> RecvQueue::drain() {
     std::lock_guard lk(mu_);
-    std::deque<PostedRecv> out;
+    std::deque<prov::RecvWr> out;
     out.swap(q_);
     return out;
 }

@@ -22,8 +22,8 @@ void QueuePair::push_send_wc(const Outstanding &o, ibv_wc_status st, uint32_t le
     cfg_.cq->push(wc);
 }
 
-void QueuePair::push_recv_wc(const PostedRecv &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t len,
-                             bool with_imm, uint32_t imm) {
+void QueuePair::push_recv_wc(const prov::RecvWr &r, ibv_wc_status st, ibv_wc_opcode op,
+                             uint32_t len, bool with_imm, uint32_t imm) {
     ibv_wc wc{};
     wc.wr_id = r.wr_id;
     wc.status = st;

@@ -33,6 +33,7 @@
 #include "provider/provider.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/recv_queue.h"
+#include "provider/soft/region.h"
 #include "provider/tcp/byte_stream.h"
 #include "provider/tcp/engine.h"
 #include "provider/tcp/wire.h"
@@ -50,24 +51,6 @@ struct QpConfig {
     Cq *cq = nullptr;       // send-side completions
     Cq *recv_cq = nullptr;  // receive completions (the RCQ, the SRQ's RCQ, or the CQ)
     RecvQueue *srq = nullptr;
-};
-
-// One work request for the send queue.
-struct SendWr {
-    Op op = Op::kWrite;
-    uint64_t wr_id = 0;
-    bool signaled = true;
-    char *local = nullptr;  // source, or destination of a read
-    uint32_t len = 0;
-    std::shared_ptr<Region> local_region;  // guards the source, or the destination of a read
-    // The local region may not be used this way (usage, another peer): the request completes
-    // with IBV_WC_LOC_PROT_ERR in its turn and touches no memory, as a NIC checks an lkey.
-    bool local_fault = false;
-    uint64_t raddr = 0;
-    uint32_t rkey = 0;
-    uint32_t imm = 0;
-    uint64_t value = 0;  // atomic write
-    uint8_t flags = 0;
 };
 
 class QueuePair final : public prov::QueuePair,
@@ -104,9 +87,7 @@ class QueuePair final : public prov::QueuePair,
 
     // All fail with RPMA_E_PROVIDER in a forked child: the connection is the parent's.
     int post_send(prov::SendWr wr) override;
-    int post_send(SendWr wr);
-    int post_recv(prov::RecvWr r) override { return post_recv(RecvQueue::from_wr(std::move(r))); }
-    int post_recv(PostedRecv r);
+    int post_recv(prov::RecvWr r) override;
     int disconnect() override;
     // Unhooks from the engine and the CQ; once it returns no engine callback touches this
     // object.
@@ -239,7 +220,7 @@ class QueuePair final : public prov::QueuePair,
     void resume_responder();                              // any thread: re-run a stalled request
     void resume_now();                                    // engine thread
     void push_send_wc(const Outstanding &o, ibv_wc_status st, uint32_t len);
-    void push_recv_wc(const PostedRecv &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t len,
+    void push_recv_wc(const prov::RecvWr &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t len,
                       bool with_imm, uint32_t imm);
     void flush_all_locked();           // sq_mu_ held: the QP enters the error state
     void fail_recv(ibv_wc_status st);  // the receive taken for the current message fails
@@ -309,7 +290,7 @@ class QueuePair final : public prov::QueuePair,
     bool resp_error_ = false;
     bool ack_wanted_ = false;  // an executed request asked for an ACK
     bool pending_wants_ack_ = false;
-    std::optional<PostedRecv> cur_recv_;
+    std::optional<prov::RecvWr> cur_recv_;
     uint32_t cur_imm_ = 0;
     bool cur_has_imm_ = false;
 

@@ -9,28 +9,23 @@
 
 namespace rpma::tcp {
 
-int QueuePair::post_send(prov::SendWr w) {
-    static constexpr Op kOp[] = {Op::kWrite, Op::kWriteImm, Op::kRead,   Op::kAtomicWrite,
-                                 Op::kFlush, Op::kSend,     Op::kSendImm};
-    SendWr wr;
-    wr.op = kOp[static_cast<int>(w.op)];
-    wr.wr_id = w.wr_id;
-    wr.signaled = w.signaled;
-    wr.local = w.local;
-    wr.len = w.len;
-    wr.local_region = std::static_pointer_cast<Region>(std::move(w.local_region));
-    wr.local_fault = w.local_fault;
-    wr.raddr = w.raddr;
-    wr.rkey = w.rkey;
-    wr.imm = w.imm;
-    wr.value = w.value;
-    wr.flags = w.persistent ? kFlushPersistent : 0;
-    return post_send(std::move(wr));
-}
+namespace {
 
-int QueuePair::post_send(SendWr wr) {
+// prov::WrOp's order is the opcode order on the wire
+constexpr Op to_op(prov::WrOp op) noexcept {
+    return static_cast<Op>(static_cast<int>(op) + static_cast<int>(Op::kWrite));
+}
+static_assert(to_op(prov::WrOp::kSendImm) == Op::kSendImm &&
+              to_op(prov::WrOp::kFlush) == Op::kFlush);
+
+}  // namespace
+
+int QueuePair::post_send(prov::SendWr wr) {
     // In a forked child the sockets are the parent's: a frame from here would corrupt its stream.
     if (int ret = engine_->check_process("the connection")) return ret;
+    Op op = to_op(wr.op);
+    // the domain's regions are all Regions
+    auto local_region = std::static_pointer_cast<Region>(std::move(wr.local_region));
     std::lock_guard lk(sq_mu_);
     Cm cm;
     bool disc;
@@ -45,7 +40,7 @@ int QueuePair::post_send(SendWr wr) {
     }
     if (error_ || cm == Cm::kDone || cm == Cm::kClosing || disc) {
         // as verbs: a QP in the error state takes the request and flushes it
-        push_send_wc(Outstanding{0, wr.wr_id, wr.op, wr.signaled, nullptr, 0, nullptr},
+        push_send_wc(Outstanding{0, wr.wr_id, op, wr.signaled, nullptr, 0, nullptr},
                      IBV_WC_WR_FLUSH_ERR, 0);
         return 0;
     }
@@ -59,13 +54,13 @@ int QueuePair::post_send(SendWr wr) {
         return RPMA_E_PROVIDER;
     }
     uint64_t seq = next_seq_++;
-    bool is_read = wr.op == Op::kRead;
-    outstanding_.push_back(
-        Outstanding{seq, wr.wr_id, wr.op, wr.signaled, is_read ? wr.local : nullptr, wr.len,
-                    is_read ? std::move(wr.local_region) : nullptr, wr.local_fault});
+    bool is_read = op == Op::kRead;
+    outstanding_.push_back(Outstanding{seq, wr.wr_id, op, wr.signaled, is_read ? wr.local : nullptr,
+                                       wr.len, is_read ? std::move(local_region) : nullptr,
+                                       wr.local_fault});
     FrameHeader h{};
-    h.op = static_cast<uint8_t>(wr.op);
-    h.flags = wr.flags;
+    h.op = static_cast<uint8_t>(op);
+    h.flags = wr.persistent ? kFlushPersistent : 0;
     // Only signaled requests need a prompt ACK; unsignaled ones ask now and then to free slots.
     if (wr.signaled || ++unsignaled_run_ >= std::max(1u, cfg_.sq_size / 2)) {
         h.flags |= kAckRequested;
@@ -76,7 +71,7 @@ int QueuePair::post_send(SendWr wr) {
     h.rkey = wr.rkey;
     h.addr = wr.raddr;
     h.aux = wr.value;
-    bool carries = !wr.local_fault && op_info(wr.op).payload;
+    bool carries = !wr.local_fault && op_info(op).payload;
     if (wr.local_fault) {
         // An empty write holds the request's place; its ACK completes it with LOC_PROT_ERR.
         h = FrameHeader{};
@@ -92,13 +87,13 @@ int QueuePair::post_send(SendWr wr) {
     // joins them (and goes out in the same sendmsg) instead of paying for another EAGAIN.
     bool idle = s.txq.empty();
     TxItem item{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr, seq};
-    if (carries && wr.len) item.guard = std::move(wr.local_region);
+    if (carries && wr.len) item.guard = std::move(local_region);
     enqueue(s, std::move(item));
     if (idle) flush_tx(s);
     return 0;
 }
 
-int QueuePair::post_recv(PostedRecv r) {
+int QueuePair::post_recv(prov::RecvWr r) {
     if (int ret = engine_->check_process("the connection")) return ret;
     if (cfg_.srq) {
         RPMA_LOG_ERROR("the connection receives through a shared RQ; use rpma_srq_recv");

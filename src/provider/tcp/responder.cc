@@ -127,7 +127,7 @@ QueuePair::Step QueuePair::execute_send(Stream &s, const FrameHeader &h, uint64_
     }
     s.payload = Payload::kSend;
     s.dst = cur_recv_->ptr;
-    s.dst_region = cur_recv_->region;
+    s.dst_region = std::static_pointer_cast<Region>(cur_recv_->region);  // the domain's
     s.failed = !cur_recv_->usable;  // checked as a NIC checks the lkey: on arrival
     s.remaining = s.payload_len = h.length;
     return Step::kContinue;
