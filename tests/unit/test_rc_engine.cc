@@ -279,6 +279,42 @@ TEST_F(RcEngineTest, SendWithImmediateCarriesIt) {
     EXPECT_EQ(ntohl(wc.imm_data), 0xabcdu);
 }
 
+TEST_F(RcEngineTest, WriteWithImmediateWaitsForAReceiveThenDelivers) {
+    std::memset(client_.mem.data(), 'i', 32);
+    auto w = wr(prov::WrOp::kWriteImm, 11, 0, 32, 512);
+    w.imm = 0x1234;
+    ASSERT_EQ(client_.qp->post_send(w), 0);
+    EXPECT_TRUE(no_wc(server_));  // RNR: nothing placed, nothing completes
+    EXPECT_EQ(server_.mem[512], 0);
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 0)), 0);
+    QpTestAccess::resume(*server_.qp);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(server_, &wc));
+    EXPECT_EQ(wc.wr_id, 21u);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+    EXPECT_EQ(ntohl(wc.imm_data), 0x1234u);
+    EXPECT_EQ(std::count(server_.mem.begin() + 512, server_.mem.begin() + 544, 'i'), 32);
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+}
+
+TEST_F(RcEngineTest, RefusedWriteWithImmediateTakesNoReceive) {
+    // the rkey is checked before a receive is taken: the receive is flushed with the QP, not
+    // consumed by the refused request
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 0)), 0);
+    auto w = wr(prov::WrOp::kWriteImm, 11, 0, 32, 0);
+    w.rkey = 0xdead;
+    ASSERT_EQ(client_.qp->post_send(w), 0);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+    ASSERT_TRUE(next_wc(server_, &wc));
+    EXPECT_EQ(wc.wr_id, 21u);
+    EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+}
+
 TEST_F(RcEngineTest, MessageLongerThanTheReceiveFailsBothSides) {
     ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 10)), 0);
     ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kSend, 11, 0, 100, 0)), 0);
@@ -351,6 +387,57 @@ TEST_F(RcEngineTest, PeerVanishingMidStreamIsLost) {
     auto e = client_.events.try_pop();
     ASSERT_TRUE(e.has_value());
     EXPECT_EQ(*e, RPMA_CONN_LOST);
+}
+
+// A malformed frame ends the connection (LOST) and never reaches memory.
+class RcEngineProtocolTest : public RcEngineTest {
+  protected:
+    void inject(size_t stream, uint8_t op, uint32_t length, uint64_t aux) {
+        FrameHeader h{};
+        h.op = op;
+        h.length = length;
+        h.aux = aux;
+        iovec v{&h, sizeof(h)};
+        ASSERT_EQ(streams_[stream]->writev(&v, 1), static_cast<ssize_t>(sizeof(h)));
+    }
+    bool lost(Side &side) {
+        for (int i = 0; i < 50; ++i) {
+            QpTestAccess::step(*client_.qp);
+            QpTestAccess::step(*server_.qp);
+            if (auto e = side.events.try_pop()) return *e == RPMA_CONN_LOST;
+        }
+        return false;
+    }
+};
+
+TEST_F(RcEngineProtocolTest, OversizedRequestIsLost) {
+    // a send: with no receive posted, only the length check ends it (else it waits, RNR)
+    inject(0, static_cast<uint8_t>(Op::kSend), kMaxOpLength + 1, 0);  // client main: requests
+    EXPECT_TRUE(lost(server_));
+}
+
+TEST_F(RcEngineProtocolTest, AnswerOnTheRequestStreamIsLost) {
+    inject(0, static_cast<uint8_t>(Op::kAck), 0, 1);
+    EXPECT_TRUE(lost(server_));
+}
+
+TEST_F(RcEngineProtocolTest, RequestOnTheAnswerStreamIsLost) {
+    inject(2, static_cast<uint8_t>(Op::kWrite), 0, 0);  // server main: answers to the client
+    EXPECT_TRUE(lost(client_));
+}
+
+TEST_F(RcEngineProtocolTest, AnswerToARequestNeverSentIsLost) {
+    inject(2, static_cast<uint8_t>(Op::kAck), 0, 7);
+    EXPECT_TRUE(lost(client_));
+}
+
+TEST_F(RcEngineProtocolTest, ReadDataOfTheWrongLengthIsLost) {
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kRead, 1, 0, 64, 0)), 0);
+    inject(2, static_cast<uint8_t>(Op::kReadResp), 32, 1);  // before the server's real answer
+    EXPECT_TRUE(lost(client_));
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
 }
 
 }  // namespace

@@ -109,69 +109,102 @@ void QueuePair::flush_all_locked() {
     if (resp_wait_ack_.exchange(false)) resume_responder();
 }
 
+// The completer runs one answer header through the states of rxe_comp (rxe_comp.c).
 QueuePair::Step QueuePair::completer_header(Stream &s, const FrameHeader &h) {
-    Op op = static_cast<Op>(h.op);
-    if (op == Op::kDisconnect) {
-        s.disc_rx = true;
-        return Step::kStop;
+    CompCtx c{s, h, static_cast<Op>(h.op), Step::kContinue};
+    CompState st = CompState::kGetAnswer;
+    std::unique_lock<RankedMutex> lk(sq_mu_, std::defer_lock);
+    while (st != CompState::kDone) {
+        if (st == CompState::kCheckSeq) lk.lock();  // from here on the send queue is read
+        st = completer_step(c, st);
     }
-    if (op != Op::kAck && op != Op::kReadResp && op != Op::kNak) {
-        RPMA_LOG_ERROR("unexpected opcode %u on the answer stream", h.op);
-        s.why = "protocol error: unexpected opcode on the answer stream";
-        return Step::kFatal;
-    }
-    std::lock_guard lk(sq_mu_);
+    return c.result;
+}
+
+QueuePair::CompState QueuePair::completer_step(CompCtx &c, CompState st) {
+    const FrameHeader &h = c.h;
     uint64_t seq = h.aux;
-    if (seq == 0 || seq >= next_seq_ || h.length > kMaxOpLength) {
-        RPMA_LOG_ERROR("answer for request %llu that was never sent",
-                       static_cast<unsigned long long>(seq));
-        s.why = "protocol error: answer for a request never sent";
-        return Step::kFatal;
+    switch (st) {
+        case CompState::kGetAnswer:
+            if (c.op == Op::kDisconnect) {
+                c.s.disc_rx = true;
+                c.result = Step::kStop;
+                return CompState::kDone;
+            }
+            if (c.op == Op::kAck || c.op == Op::kReadResp || c.op == Op::kNak)
+                return CompState::kCheckSeq;
+            RPMA_LOG_ERROR("unexpected opcode %u on the answer stream", h.op);
+            return comp_fatal(c, "protocol error: unexpected opcode on the answer stream");
+        case CompState::kCheckSeq:
+            if (seq != 0 && seq < next_seq_ && h.length <= kMaxOpLength)
+                return CompState::kCheckState;
+            RPMA_LOG_ERROR("answer for request %llu that was never sent",
+                           static_cast<unsigned long long>(seq));
+            return comp_fatal(c, "protocol error: answer for a request never sent");
+        case CompState::kCheckState:
+            // flushed already; only a read's data must still be skipped
+            if (!error_) return CompState::kCompleteBefore;
+            if (c.op == Op::kReadResp) skip_read_data(c);
+            return CompState::kDone;
+        case CompState::kCompleteBefore:
+            return complete_before(c);
+        case CompState::kCheckAck:
+            if (c.op != Op::kAck) return CompState::kCheckOrder;
+            wake_ack_waiter_locked();
+            return CompState::kDone;
+        case CompState::kCheckOrder:
+            if (error_) return CompState::kDone;  // a local error above flushed the rest
+            if (!outstanding_.empty() && outstanding_.front().seq == seq)
+                return c.op == Op::kNak ? CompState::kNak : CompState::kReadData;
+            return comp_fatal(c, "protocol error: answer out of order");
+        case CompState::kNak:
+            complete_front(nak_to_status(h.status), 0);
+            flush_all_locked();
+            return CompState::kDone;
+        case CompState::kReadData:
+            return read_data(c);
+        case CompState::kDone:
+            break;
     }
-    if (error_) {
-        // flushed already; only a read's data must still be skipped
-        if (op == Op::kReadResp) {
-            s.payload = Payload::kDiscard;
-            s.remaining = s.payload_len = h.length;
-        }
-        return Step::kContinue;
-    }
-    // Everything before an answer is done: RC executes in order.
-    uint64_t upto = op == Op::kAck ? seq : seq - 1;
+    return CompState::kDone;
+}
+
+QueuePair::CompState QueuePair::comp_fatal(CompCtx &c, const char *why) {
+    c.s.why = why;
+    c.result = Step::kFatal;
+    return CompState::kDone;
+}
+
+void QueuePair::skip_read_data(CompCtx &c) {
+    c.s.payload = Payload::kDiscard;
+    c.s.remaining = c.s.payload_len = c.h.length;
+}
+
+// Everything before an answer is done: RC executes in order (an ACK covers its own request).
+QueuePair::CompState QueuePair::complete_before(CompCtx &c) {
+    uint64_t upto = c.op == Op::kAck ? c.h.aux : c.h.aux - 1;
     peer_acked_ = std::max(peer_acked_, upto);
     while (!outstanding_.empty() && outstanding_.front().seq <= upto) {
         if (outstanding_.front().awaits_data()) {
             RPMA_LOG_ERROR("a read was acknowledged without its data");
-            s.why = "protocol error: a read acknowledged without its data";
-            return Step::kFatal;
+            return comp_fatal(c, "protocol error: a read acknowledged without its data");
         }
         complete_front(IBV_WC_SUCCESS, 0);
     }
-    if (op == Op::kAck) {
-        wake_ack_waiter_locked();
-        return Step::kContinue;
-    }
-    if (error_) return Step::kContinue;  // a local error above flushed the rest
-    if (outstanding_.empty() || outstanding_.front().seq != seq) {
-        s.why = "protocol error: answer out of order";
-        return Step::kFatal;
-    }
-    if (op == Op::kNak) {
-        complete_front(nak_to_status(h.status), 0);
-        flush_all_locked();
-        return Step::kContinue;
-    }
+    return CompState::kCheckAck;
+}
+
+QueuePair::CompState QueuePair::read_data(CompCtx &c) {
     Outstanding &o = outstanding_.front();
-    if (!o.awaits_data() || h.length != o.len) {
+    if (!o.awaits_data() || c.h.length != o.len) {
         RPMA_LOG_ERROR("read answer does not match the request");
-        s.why = "protocol error: read answer does not match the request";
-        return Step::kFatal;
+        return comp_fatal(c, "protocol error: read answer does not match the request");
     }
-    s.payload = Payload::kReadResp;
-    s.dst = o.dst;
-    s.dst_region = o.dst_region;
-    s.remaining = s.payload_len = h.length;
-    return Step::kContinue;
+    c.s.payload = Payload::kReadResp;
+    c.s.dst = o.dst;
+    c.s.dst_region = o.dst_region;
+    c.s.remaining = c.s.payload_len = c.h.length;
+    return CompState::kDone;
 }
 
 }  // namespace rpma::tcp

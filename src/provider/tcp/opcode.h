@@ -11,24 +11,26 @@ namespace rpma::tcp {
 
 struct OpInfo {
     const char *name;
-    bool payload;      // data follows the header (the length is the payload's)
-    bool recv;         // consumes a receive at the responder
-    bool modifies;     // changes target memory: waits until earlier read answers have left
-    int usage;         // what the rkey's region must allow (0: no rkey); see required_usage
-    ibv_wc_opcode wc;  // the requester's completion opcode
+    bool payload;        // data follows the header (the length is the payload's)
+    bool recv;           // consumes a receive at the responder
+    bool modifies;       // changes target memory: waits until earlier read answers have left
+    int usage;           // what the rkey's region must allow (0: no rkey); see required_usage
+    ibv_wc_opcode wc;    // the requester's completion opcode
+    uint32_t fixed_len;  // 0: any length; else exactly this many bytes at an address aligned to it
 };
 
 // Indexed by Op; only requests (is_request) have an entry that means anything.
 inline constexpr OpInfo kOpTable[] = {
-    {"invalid", false, false, false, 0, IBV_WC_RDMA_WRITE},
-    {"write", true, false, true, RPMA_MR_USAGE_WRITE_DST, IBV_WC_RDMA_WRITE},
-    {"write_imm", true, true, true, RPMA_MR_USAGE_WRITE_DST, IBV_WC_RDMA_WRITE},
-    {"read", false, false, false, RPMA_MR_USAGE_READ_SRC, IBV_WC_RDMA_READ},
-    {"atomic_write", false, false, true, RPMA_MR_USAGE_WRITE_DST, IBV_WC_RDMA_WRITE},
+    {"invalid", false, false, false, 0, IBV_WC_RDMA_WRITE, 0},
+    {"write", true, false, true, RPMA_MR_USAGE_WRITE_DST, IBV_WC_RDMA_WRITE, 0},
+    {"write_imm", true, true, true, RPMA_MR_USAGE_WRITE_DST, IBV_WC_RDMA_WRITE, 0},
+    {"read", false, false, false, RPMA_MR_USAGE_READ_SRC, IBV_WC_RDMA_READ, 0},
+    {"atomic_write", false, false, true, RPMA_MR_USAGE_WRITE_DST, IBV_WC_RDMA_WRITE,
+     RPMA_ATOMIC_WRITE_ALIGNMENT},
     // a flush completes as the read that implements it on RDMA
-    {"flush", false, false, false, RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY, IBV_WC_RDMA_READ},
-    {"send", true, true, true, 0, IBV_WC_SEND},
-    {"send_imm", true, true, true, 0, IBV_WC_SEND},
+    {"flush", false, false, false, RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY, IBV_WC_RDMA_READ, 0},
+    {"send", true, true, true, 0, IBV_WC_SEND, 0},
+    {"send_imm", true, true, true, 0, IBV_WC_SEND, 0},
 };
 static_assert(sizeof(kOpTable) / sizeof(kOpTable[0]) == static_cast<size_t>(Op::kSendImm) + 1);
 

@@ -196,21 +196,72 @@ class QueuePair final : public prov::QueuePair,
     Step rx_payload(Stream &s, int &budget);      // spends budget only on system calls
     void payload_done(Stream &s);
 
-    // responder (engine thread, s.rx_mu held)
+    // responder (engine thread, s.rx_mu held): rxe_resp's states, in the order they run
+    enum class RespState {
+        kGetRequest,      // a request, or the peer's Disconnect; anything else ends the stream
+        kCheckLength,     // no request moves more than kMaxOpLength (else the stream ends)
+        kApplyAck,        // the peer's piggybacked ACK completes our requests before this one
+        kCheckState,      // in the error state requests are dropped
+        kCheckOrder,      // our earlier answers leave first (RC order, flow control)
+        kCheckOpLength,   // the opcode's length rule (OpInfo::fixed_len)
+        kCheckRkey,       // region, usage and range (access_ok), for opcodes with an rkey
+        kCheckResources,  // a receive for a message; none posted: RNR wait (kStall)
+        kExecute,         // place, answer, store or persist (execute_*)
+        kErrAccess,       // NAK: remote access error
+        kErrInvalid,      // NAK: invalid request
+        kErrOperation,    // NAK: remote operation error
+        kDrop,            // skip the payload
+        kDone,
+    };
+    struct RespCtx {
+        Stream &s;
+        const FrameHeader &h;
+        Op op;
+        uint64_t seq;  // the request's sequence number, once it is in order
+        std::shared_ptr<Region> region;
+        Step result;
+    };
     Step responder_header(Stream &s, const FrameHeader &h);
+    RespState responder_step(RespCtx &c, RespState st);
+    RespState get_request(RespCtx &c);
+    RespState resp_fatal(RespCtx &c, const char *why);
+    RespState execute(RespCtx &c);
     Step discard_payload(Stream &s, const FrameHeader &h);
     // The rkey check a NIC makes: the region exists, allows the usage the request needs
     // (required_usage) and holds the range. A 0-byte request touches nothing and passes.
     bool access_ok(const FrameHeader &h, std::shared_ptr<Region> *region) const;
     bool take_recv();  // a receive for the current message, or registered to wait for one
-    Step execute_write(Stream &s, const FrameHeader &h, uint64_t seq);
-    Step execute_send(Stream &s, const FrameHeader &h, uint64_t seq);
-    Step execute_read(const FrameHeader &h, uint64_t seq);
-    Step execute_atomic_write(const FrameHeader &h, uint64_t seq);
-    Step execute_flush(const FrameHeader &h, uint64_t seq);
+    RespState execute_write(RespCtx &c);
+    RespState execute_send(RespCtx &c);
+    RespState execute_read(RespCtx &c);
+    RespState execute_atomic_write(RespCtx &c);
+    RespState execute_flush(RespCtx &c);
 
     // completer
-    Step completer_header(Stream &s, const FrameHeader &h);  // s.rx_mu held
+    // completer (s.rx_mu held; sq_mu_ from kCheckSeq on): rxe_comp's states, in order
+    enum class CompState {
+        kGetAnswer,       // ACK, NAK or read data, or the peer's Disconnect
+        kCheckSeq,        // answers only a request that was sent
+        kCheckState,      // in the error state all is flushed: read data is skipped
+        kCompleteBefore,  // every earlier request is done (RC order)
+        kCheckAck,        // an ACK is done here
+        kCheckOrder,      // a NAK or read data answers the oldest request
+        kNak,             // it fails with the NAK's status, and the rest are flushed
+        kReadData,        // the data goes to the read's destination
+        kDone,
+    };
+    struct CompCtx {
+        Stream &s;
+        const FrameHeader &h;
+        Op op;
+        Step result;
+    };
+    Step completer_header(Stream &s, const FrameHeader &h);
+    CompState completer_step(CompCtx &c, CompState st);
+    CompState comp_fatal(CompCtx &c, const char *why);
+    void skip_read_data(CompCtx &c);
+    CompState complete_before(CompCtx &c);
+    CompState read_data(CompCtx &c);
 
     // completions
     void complete_front(ibv_wc_status st, uint32_t len);  // sq_mu_ held

@@ -24,48 +24,106 @@ void QueuePair::nak(uint64_t seq, NakStatus st) {
     flush_all_locked();
 }
 
-// The responder's steps for one request header, as rxe_resp's states: check the opcode and
-// length, apply the peer's piggybacked ACK, drop it in the error state, wait for our earlier
-// answers, then check resources (a receive) and access (rkey, range, usage) and execute.
+// The responder runs one request header through the states of rxe_resp (rxe_resp.c), each
+// step naming the next one. The order differs from rxe in one place: the rkey is checked
+// before a receive is taken, so a write-with-immediate that is refused consumes no receive.
 QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
-    if (!is_request(h.op)) {
-        if (h.op == static_cast<uint8_t>(Op::kDisconnect)) {
-            s.disc_rx = true;
-            return Step::kStop;
-        }
-        RPMA_LOG_ERROR("unexpected opcode %u on the request stream", h.op);
-        s.why = "protocol error: unexpected opcode";
-        return Step::kFatal;
+    RespCtx c{s, h, static_cast<Op>(h.op), 0, nullptr, Step::kContinue};
+    RespState st = RespState::kGetRequest;
+    while (st != RespState::kDone) st = responder_step(c, st);
+    return c.result;
+}
+
+QueuePair::RespState QueuePair::responder_step(RespCtx &c, RespState st) {
+    const FrameHeader &h = c.h;
+    const OpInfo &info = op_info(c.op);
+    switch (st) {
+        case RespState::kGetRequest:
+            return get_request(c);
+        case RespState::kCheckLength:
+            if (h.length <= kMaxOpLength) return RespState::kApplyAck;
+            RPMA_LOG_ERROR("request of %u bytes exceeds the limit", h.length);
+            return resp_fatal(c, "protocol error: oversized request");
+        case RespState::kApplyAck:
+            // The peer's acknowledgement first: its request may react to a completion of ours.
+            c.result = apply_peer_ack(h.ack);
+            if (c.result != Step::kContinue) return RespState::kDone;
+            absorb_queued_nak();
+            return RespState::kCheckState;
+        case RespState::kCheckState:
+            // In the error state requests are dropped; the stream is read on to its disconnect.
+            return resp_error_ ? RespState::kDrop : RespState::kCheckOrder;
+        case RespState::kCheckOrder:
+            // Reads answered earlier must not see what this request changes, and a peer that
+            // does not read its answers must not make us queue more.
+            c.result = wait_for_answers(info.modifies);
+            if (c.result != Step::kContinue) return RespState::kDone;
+            if (absorb_queued_nak()) return RespState::kDrop;
+            c.seq = resp_seq_ + 1;
+            return RespState::kCheckOpLength;
+        case RespState::kCheckOpLength:
+            if (info.fixed_len && (h.length != info.fixed_len || h.addr % info.fixed_len != 0))
+                return RespState::kErrInvalid;
+            return info.usage ? RespState::kCheckRkey : RespState::kCheckResources;
+        case RespState::kCheckRkey:
+            return access_ok(h, &c.region) ? RespState::kCheckResources : RespState::kErrAccess;
+        case RespState::kCheckResources:
+            if (info.recv && !take_recv()) {
+                c.result = Step::kStall;  // RNR: resumed when a receive is posted
+                return RespState::kDone;
+            }
+            return RespState::kExecute;
+        case RespState::kExecute:
+            return execute(c);
+        case RespState::kErrAccess:
+            nak(c.seq, NakStatus::kAccess);
+            return RespState::kDrop;
+        case RespState::kErrInvalid:
+            nak(c.seq, NakStatus::kInvalidRequest);
+            return RespState::kDrop;
+        case RespState::kErrOperation:
+            nak(c.seq, NakStatus::kOperation);
+            return RespState::kDrop;
+        case RespState::kDrop:
+            c.result = discard_payload(c.s, h);
+            return RespState::kDone;
+        case RespState::kDone:
+            break;
     }
-    if (h.length > kMaxOpLength) {
-        RPMA_LOG_ERROR("request of %u bytes exceeds the limit", h.length);
-        s.why = "protocol error: oversized request";
-        return Step::kFatal;
+    return RespState::kDone;
+}
+
+QueuePair::RespState QueuePair::get_request(RespCtx &c) {
+    if (is_request(c.h.op)) return RespState::kCheckLength;
+    if (c.op == Op::kDisconnect) {
+        c.s.disc_rx = true;
+        c.result = Step::kStop;
+        return RespState::kDone;
     }
-    // The peer's acknowledgement first: its request may react to a completion of ours.
-    if (Step st = apply_peer_ack(h.ack); st != Step::kContinue) return st;
-    absorb_queued_nak();
-    // In the error state requests are dropped; the stream is read on to its disconnect.
-    if (resp_error_) return discard_payload(s, h);
-    // Reads answered earlier must not see what this request changes, and a peer that does not
-    // read its answers must not make us queue more.
-    Op op = static_cast<Op>(h.op);
-    if (Step st = wait_for_answers(op_info(op).modifies); st != Step::kContinue) return st;
-    if (absorb_queued_nak()) return discard_payload(s, h);
-    uint64_t seq = resp_seq_ + 1;
-    switch (op) {
+    RPMA_LOG_ERROR("unexpected opcode %u on the request stream", c.h.op);
+    return resp_fatal(c, "protocol error: unexpected opcode");
+}
+
+QueuePair::RespState QueuePair::resp_fatal(RespCtx &c, const char *why) {
+    c.s.why = why;
+    c.result = Step::kFatal;
+    return RespState::kDone;
+}
+
+QueuePair::RespState QueuePair::execute(RespCtx &c) {
+    switch (c.op) {
         case Op::kWrite:
         case Op::kWriteImm:
-            return execute_write(s, h, seq);
+            return execute_write(c);
         case Op::kSend:
         case Op::kSendImm:
-            return execute_send(s, h, seq);
+            return execute_send(c);
         case Op::kRead:
-            return execute_read(h, seq);
+            return execute_read(c);
         case Op::kAtomicWrite:
-            return execute_atomic_write(h, seq);
+            return execute_atomic_write(c);
         default:
-            return execute_flush(h, seq);
+            return execute_flush(c);
     }
 }
 
@@ -90,106 +148,81 @@ bool QueuePair::take_recv() {
     return cur_recv_.has_value();
 }
 
-QueuePair::Step QueuePair::execute_write(Stream &s, const FrameHeader &h, uint64_t seq) {
-    std::shared_ptr<Region> region;
-    if (!access_ok(h, &region)) {
-        nak(seq, NakStatus::kAccess);
-        return discard_payload(s, h);
-    }
-    bool imm = static_cast<Op>(h.op) == Op::kWriteImm;
+// Writes and sends execute once their payload is placed (payload_done); acknowledged then.
+QueuePair::RespState QueuePair::execute_write(RespCtx &c) {
+    const FrameHeader &h = c.h;
+    bool imm = c.op == Op::kWriteImm;
     if (imm) {
-        if (!take_recv()) return Step::kStall;  // RNR: resumed when a receive is posted
         cur_imm_ = h.imm;
         cur_has_imm_ = true;
     }
-    // executed, and so acknowledged, once the payload is placed
-    pending_seq_ = seq;
+    pending_seq_ = c.seq;
     pending_wants_ack_ = h.flags & kAckRequested;
-    s.payload = imm ? Payload::kWriteImm : Payload::kWrite;
-    s.dst = region ? reinterpret_cast<char *>(h.addr) : nullptr;
-    s.dst_region = region;
-    s.remaining = s.payload_len = h.length;
-    return Step::kContinue;
+    c.s.payload = imm ? Payload::kWriteImm : Payload::kWrite;
+    c.s.dst = c.region ? reinterpret_cast<char *>(h.addr) : nullptr;
+    c.s.dst_region = std::move(c.region);
+    c.s.remaining = c.s.payload_len = h.length;
+    return RespState::kDone;
 }
 
-QueuePair::Step QueuePair::execute_send(Stream &s, const FrameHeader &h, uint64_t seq) {
-    if (!take_recv()) return Step::kStall;  // RNR: resumed when a receive is posted
-    pending_seq_ = seq;
+QueuePair::RespState QueuePair::execute_send(RespCtx &c) {
+    const FrameHeader &h = c.h;
+    pending_seq_ = c.seq;
     pending_wants_ack_ = h.flags & kAckRequested;
-    cur_has_imm_ = static_cast<Op>(h.op) == Op::kSendImm;
+    cur_has_imm_ = c.op == Op::kSendImm;
     cur_imm_ = h.imm;
     if (h.length > cur_recv_->len) {
         RPMA_LOG_WARNING("message of %u bytes for a receive buffer of %u", h.length,
                          cur_recv_->len);
         fail_recv(IBV_WC_LOC_LEN_ERR);
-        nak(seq, NakStatus::kInvalidRequest);
-        return discard_payload(s, h);
+        return RespState::kErrInvalid;
     }
-    s.payload = Payload::kSend;
-    s.dst = cur_recv_->ptr;
-    s.dst_region = std::static_pointer_cast<Region>(cur_recv_->region);  // the domain's
-    s.failed = !cur_recv_->usable;  // checked as a NIC checks the lkey: on arrival
-    s.remaining = s.payload_len = h.length;
-    return Step::kContinue;
+    c.s.payload = Payload::kSend;
+    c.s.dst = cur_recv_->ptr;
+    c.s.dst_region = std::static_pointer_cast<Region>(cur_recv_->region);  // the domain's
+    c.s.failed = !cur_recv_->usable;  // checked as a NIC checks the lkey: on arrival
+    c.s.remaining = c.s.payload_len = h.length;
+    return RespState::kDone;
 }
 
-QueuePair::Step QueuePair::execute_read(const FrameHeader &h, uint64_t seq) {
-    std::shared_ptr<Region> region;
-    if (!access_ok(h, &region)) {
-        nak(seq, NakStatus::kAccess);
-        return Step::kContinue;
-    }
-    resp_seq_ = seq;
-    resp_acked_ = seq;
+QueuePair::RespState QueuePair::execute_read(RespCtx &c) {
+    const FrameHeader &h = c.h;
+    resp_seq_ = c.seq;
+    resp_acked_ = c.seq;
     FrameHeader r{};
     r.op = static_cast<uint8_t>(Op::kReadResp);
     r.length = h.length;
-    r.aux = seq;
+    r.aux = c.seq;
     Stream &out = resp();
     std::lock_guard lk(out.mu);
     // zero-copy: the answer is gathered from the region when the socket takes it
     enqueue(out, TxItem{r, h.length ? reinterpret_cast<char *>(h.addr) : nullptr, h.length,
-                        h.length ? region : nullptr});
-    if (out.txq.size() >= kAnswersPerSend && !flush_tx(out)) return Step::kFatal;
-    return Step::kContinue;
+                        h.length ? std::move(c.region) : nullptr});
+    if (out.txq.size() >= kAnswersPerSend && !flush_tx(out)) c.result = Step::kFatal;
+    return RespState::kDone;
 }
 
-QueuePair::Step QueuePair::execute_atomic_write(const FrameHeader &h, uint64_t seq) {
-    bool shaped = h.length == sizeof(uint64_t) && h.addr % RPMA_ATOMIC_WRITE_ALIGNMENT == 0;
-    std::shared_ptr<Region> region;
-    if (!shaped || !access_ok(h, &region)) {
-        nak(seq, shaped ? NakStatus::kAccess : NakStatus::kInvalidRequest);
-        return Step::kContinue;
-    }
-    RegionUse use(region.get());
-    if (!use.ok()) {
-        nak(seq, NakStatus::kAccess);
-        return Step::kContinue;
-    }
+QueuePair::RespState QueuePair::execute_atomic_write(RespCtx &c) {
+    RegionUse use(c.region.get());
+    if (!use.ok()) return RespState::kErrAccess;
     // one aligned 8-byte store: a concurrent reader sees the old or the new value
-    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(h.addr))
-        .store(h.aux, std::memory_order_release);
-    resp_seq_ = seq;
-    ack_wanted_ |= (h.flags & kAckRequested) != 0;
-    return Step::kContinue;
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(c.h.addr))
+        .store(c.h.aux, std::memory_order_release);
+    resp_seq_ = c.seq;
+    ack_wanted_ |= (c.h.flags & kAckRequested) != 0;
+    return RespState::kDone;
 }
 
-QueuePair::Step QueuePair::execute_flush(const FrameHeader &h, uint64_t seq) {
-    std::shared_ptr<Region> region;
-    if (!access_ok(h, &region)) {
-        nak(seq, NakStatus::kAccess);
-        return Step::kContinue;
-    }
+QueuePair::RespState QueuePair::execute_flush(RespCtx &c) {
+    const FrameHeader &h = c.h;
     if ((h.flags & kFlushPersistent) && h.length) {
-        RegionUse use(region.get());
-        if (!use.ok() || persist_range(reinterpret_cast<char *>(h.addr), h.length) != 0) {
-            nak(seq, NakStatus::kOperation);
-            return Step::kContinue;
-        }
+        RegionUse use(c.region.get());
+        if (!use.ok() || persist_range(reinterpret_cast<char *>(h.addr), h.length) != 0)
+            return RespState::kErrOperation;
     }
-    resp_seq_ = seq;
+    resp_seq_ = c.seq;
     ack_wanted_ |= (h.flags & kAckRequested) != 0;
-    return Step::kContinue;
+    return RespState::kDone;
 }
 
 void QueuePair::payload_done(Stream &s) {
