@@ -9,7 +9,7 @@
 
 #include "provider/soft/cq.h"
 #include "provider/soft/mr_table.h"
-#include "provider/tcp/engine.h"
+#include "provider/soft/engine.h"
 #include "provider/tcp/queue_pair.h"
 
 namespace {

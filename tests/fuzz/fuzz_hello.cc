@@ -2,7 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "provider/tcp/engine.h"
+#include "provider/soft/engine.h"
 #include "provider/tcp/listener.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -3,7 +3,8 @@
 
 Each seed is a valid input, so the fuzzer starts from the parsers' accepting paths rather than
 having to discover the magic numbers and the fixed region address first. The layouts follow
-src/provider/tcp/wire.h (protocol version 2) and src/core/mr_descriptor.cc. Run it again after a wire-format change.
+src/provider/rc/frame.h and src/provider/tcp/wire.h (protocol version 2) and
+src/core/mr_descriptor.cc. Run it again after a wire-format change.
 """
 import os
 import struct

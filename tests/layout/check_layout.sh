@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # check_layout.sh SRC_DIR -- the provider seam (docs/architecture.md): src/core/ and src/api/
 # include nothing under src/provider/ but provider/provider.h, and nothing under src/provider/
-# includes src/core/ or src/api/. Prints every offending line; exits 1 if there is one.
+# includes src/core/ or src/api/; the RC engine (src/provider/rc/) and the software verbs pieces
+# (src/provider/soft/) include no transport (src/provider/tcp/). Prints every offending line;
+# exits 1 if there is one.
 set -uo pipefail
 src=${1:?usage: check_layout.sh SRC_DIR}
 bad=0
@@ -15,6 +17,12 @@ down=$(grep -rnE '#include "(core|api)/' "$src/provider")
 if [ -n "$down" ]; then
     echo "a provider includes core or api:"
     echo "$down"
+    bad=1
+fi
+side=$(grep -rnE '#include "provider/tcp/' "$src/provider/rc" "$src/provider/soft")
+if [ -n "$side" ]; then
+    echo "the RC engine or the soft pieces include a transport:"
+    echo "$side"
     bad=1
 fi
 [ $bad -eq 0 ] && echo "provider seam: OK"

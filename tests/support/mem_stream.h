@@ -1,4 +1,4 @@
-// An in-memory transport for the RC engine (provider/tcp/byte_stream.h): the unit tests join
+// An in-memory transport for the RC engine (provider/rc/byte_stream.h): the unit tests join
 // two queue pairs with it, and the fuzz targets feed bytes through it, with no socket.
 #pragma once
 
@@ -10,9 +10,9 @@
 #include <memory>
 #include <mutex>
 
-#include "provider/tcp/byte_stream.h"
+#include "provider/rc/byte_stream.h"
 
-namespace rpma::tcp::memio {
+namespace rpma::rc::memio {
 
 // One direction of an in-memory pipe, bounded so that a full pipe makes the writer wait (EAGAIN)
 // as a full socket does.
@@ -77,4 +77,4 @@ class MemStream final : public ByteStream {
     std::shared_ptr<Channel> in_, out_;
 };
 
-}  // namespace rpma::tcp::memio
+}  // namespace rpma::rc::memio

@@ -12,16 +12,15 @@
 #include <stdexcept>
 #include <thread>
 
-#include "provider/tcp/engine.h"
+#include "provider/soft/engine.h"
 
 using namespace rpma;
 using namespace std::chrono_literals;
-using rpma::tcp::Engine;
 
 namespace {
 
 // Reads its eventfd when it fires; throws bad_alloc on the first event or timer if asked.
-class Probe : public tcp::Handler {
+class Probe : public Handler {
   public:
     explicit Probe(bool throw_once) : fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
         throw_ = throw_once;
@@ -91,9 +90,9 @@ TEST(Engine, HandlerThatThrowsIsToldAndLoopGoesOn) {
 TEST(Engine, TimerThatThrowsIsToldAndLoopGoesOn) {
     Engine e;
     auto bad = std::make_shared<Probe>(true);
-    e.add_timer(tcp::Clock::now(), bad);
+    e.add_timer(Clock::now(), bad);
     ASSERT_TRUE(eventually([&] { return bad->failures == 1; }));
-    e.add_timer(tcp::Clock::now(), bad);
+    e.add_timer(Clock::now(), bad);
     EXPECT_TRUE(eventually([&] { return bad->timers == 1; }));
 }
 
@@ -125,7 +124,7 @@ TEST(Engine, ForkedChildNeverWaits) {
         if (ran) bad |= 2;
         if (e->add(probe->fd.get(), EPOLLIN, probe) != 0) bad |= 4;
         e->post([] {});
-        e->add_timer(tcp::Clock::now(), probe);
+        e->add_timer(Clock::now(), probe);
         e->modify(probe->fd.get(), key, 0);
         e->remove(key);
         delete e;  // neither joins nor terminates

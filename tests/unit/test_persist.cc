@@ -1,6 +1,6 @@
 // FLUSH PERSISTENT calls msync over exactly the pages of the flushed range, once per flush;
 // VISIBILITY flushes and writes never do. A client and a server in this one process talk over
-// 127.0.0.1 (ports 49400-49499) to a file-backed MAP_SHARED region, and rpma::tcp::persist_stats()
+// 127.0.0.1 (ports 49400-49499) to a file-backed MAP_SHARED region, and rpma::persist_stats()
 // shows what the responder synced.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "provider/tcp/persist.h"
+#include "provider/soft/persist.h"
 
 namespace {
 
@@ -213,9 +213,9 @@ TEST_F(PersistTest, PersistentFlushSyncsExactlyTheFlushedPages) {
         SCOPED_TRACE("flushed range [" + std::to_string(r.off) + ", " +
                      std::to_string(r.off + r.len) + ")");
         ASSERT_NO_FATAL_FAILURE(Write(r.off, r.len, seed++));
-        rpma::tcp::PersistStats before = rpma::tcp::persist_stats();
+        rpma::PersistStats before = rpma::persist_stats();
         ASSERT_NO_FATAL_FAILURE(Flush(r.off, r.len, RPMA_FLUSH_TYPE_PERSISTENT));
-        rpma::tcp::PersistStats after = rpma::tcp::persist_stats();
+        rpma::PersistStats after = rpma::persist_stats();
         uintptr_t begin = Base() + r.off / page_ * page_;
         uintptr_t end = Base() + (r.off + r.len + page_ - 1) / page_ * page_;
         EXPECT_EQ(after.calls, before.calls + 1);
@@ -228,19 +228,19 @@ TEST_F(PersistTest, PersistentFlushSyncsExactlyTheFlushedPages) {
 
 TEST_F(PersistTest, VisibilityFlushAndWritesDoNotSync) {
     ASSERT_NO_FATAL_FAILURE(Start(49410));
-    rpma::tcp::PersistStats before = rpma::tcp::persist_stats();
+    rpma::PersistStats before = rpma::persist_stats();
     ASSERT_NO_FATAL_FAILURE(Write(0, 3 * page_, 9));
     ASSERT_NO_FATAL_FAILURE(Flush(0, 3 * page_, RPMA_FLUSH_TYPE_VISIBILITY));
     ASSERT_NO_FATAL_FAILURE(Write(page_ + 5, 100, 10));
     ASSERT_NO_FATAL_FAILURE(Flush(page_ + 5, 100, RPMA_FLUSH_TYPE_VISIBILITY));
-    rpma::tcp::PersistStats after = rpma::tcp::persist_stats();
+    rpma::PersistStats after = rpma::persist_stats();
     EXPECT_EQ(after.calls, before.calls);
     EXPECT_EQ(after.bytes, before.bytes);
     EXPECT_EQ(after.last_begin, before.last_begin);
     EXPECT_EQ(after.last_end, before.last_end);
     // and the next PERSISTENT flush is counted, so the counters were live all along
     ASSERT_NO_FATAL_FAILURE(Flush(page_ + 5, 100, RPMA_FLUSH_TYPE_PERSISTENT));
-    after = rpma::tcp::persist_stats();
+    after = rpma::persist_stats();
     EXPECT_EQ(after.calls, before.calls + 1);
     EXPECT_EQ(after.last_begin, Base() + page_);
     EXPECT_EQ(after.last_end, Base() + 2 * page_);
@@ -248,13 +248,13 @@ TEST_F(PersistTest, VisibilityFlushAndWritesDoNotSync) {
 
 TEST_F(PersistTest, EachPersistentFlushSyncsOnce) {
     ASSERT_NO_FATAL_FAILURE(Start(49420));
-    rpma::tcp::PersistStats before = rpma::tcp::persist_stats();
+    rpma::PersistStats before = rpma::persist_stats();
     // several writes, one flush covering them: one msync of their pages
     ASSERT_NO_FATAL_FAILURE(Write(10, 10, 1));
     ASSERT_NO_FATAL_FAILURE(Write(page_ + 10, 10, 2));
     ASSERT_NO_FATAL_FAILURE(Write(3 * page_ - 10, 10, 3));
     ASSERT_NO_FATAL_FAILURE(Flush(10, 3 * page_ - 10, RPMA_FLUSH_TYPE_PERSISTENT));
-    rpma::tcp::PersistStats mid = rpma::tcp::persist_stats();
+    rpma::PersistStats mid = rpma::persist_stats();
     EXPECT_EQ(mid.calls, before.calls + 1);
     EXPECT_EQ(mid.bytes, before.bytes + 3 * page_);
     EXPECT_EQ(mid.last_begin, Base());
@@ -262,7 +262,7 @@ TEST_F(PersistTest, EachPersistentFlushSyncsOnce) {
     // two flushes: two calls; the counters show the second one last
     ASSERT_NO_FATAL_FAILURE(Flush(5 * page_, 1, RPMA_FLUSH_TYPE_PERSISTENT));
     ASSERT_NO_FATAL_FAILURE(Flush(8 * page_ + 1, page_, RPMA_FLUSH_TYPE_PERSISTENT));
-    rpma::tcp::PersistStats after = rpma::tcp::persist_stats();
+    rpma::PersistStats after = rpma::persist_stats();
     EXPECT_EQ(after.calls, mid.calls + 2);
     EXPECT_EQ(after.bytes, mid.bytes + page_ + 2 * page_);
     EXPECT_EQ(after.last_begin, Base() + 8 * page_);

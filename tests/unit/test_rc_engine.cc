@@ -16,17 +16,31 @@
 #include <vector>
 
 #include "../support/mem_stream.h"
+#include "provider/rc/byte_stream.h"
+#include "provider/rc/queue_pair.h"
 #include "provider/soft/compl_channel.h"
 #include "provider/soft/cq.h"
+#include "provider/soft/engine.h"
 #include "provider/soft/mr_table.h"
-#include "provider/tcp/byte_stream.h"
-#include "provider/tcp/engine.h"
-#include "provider/tcp/queue_pair.h"
 
-namespace rpma::tcp {
+namespace rpma::rc {
 
 using memio::Channel;
 using memio::MemStream;
+
+// The RC engine with no transport of its own: the test hands it its streams.
+class TestQp final : public QueuePair {
+  public:
+    TestQp(Engine *e, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events)
+        : QueuePair(e, mrs, cfg, events) {}
+    int connect(const void *, uint8_t) override { return RPMA_E_NOSUPP; }
+    int accept(std::unique_ptr<prov::IncomingRequest>, const void *, uint8_t) override {
+        return RPMA_E_NOSUPP;
+    }
+
+  private:
+    void setup_events(Stream &, uint32_t) override {}
+};
 
 // Builds established queue pairs over MemStreams and steps them (friend of QueuePair).
 struct QpTestAccess {
@@ -104,7 +118,7 @@ class RcEngineTest : public ::testing::Test {
         cfg.rq_size = 16;
         cfg.cq = side.cq.get();
         cfg.recv_cq = side.cq.get();
-        side.qp = QueuePair::create(&engine_, &side.mrs, cfg, &side.events);
+        side.qp = std::make_shared<TestQp>(&engine_, &side.mrs, cfg, &side.events);
         QpTestAccess::establish(*side.qp, client, main, join);
         side.region = side.mrs.add(side.mem.data(), side.mem.size(), kAllUsage);
     }
@@ -442,4 +456,4 @@ TEST_F(RcEngineProtocolTest, ReadDataOfTheWrongLengthIsLost) {
 
 }  // namespace
 
-}  // namespace rpma::tcp
+}  // namespace rpma::rc

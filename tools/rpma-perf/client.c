@@ -159,7 +159,7 @@ static int post(struct worker *w, int s) {
 
 /* keeps iodepth operations in flight until limit ops were posted or the deadline passed */
 static int run_loop(struct worker *w, uint64_t limit, uint64_t deadline, bool record) {
-    uint64_t posted = 0, completed = 0;
+    uint64_t posted = 0;
     int inflight = 0;
     bool stop_posting = false;
     struct ibv_wc wc[MAX_WC];
@@ -202,7 +202,6 @@ static int run_loop(struct worker *w, uint64_t limit, uint64_t deadline, bool re
             w->free_slots[w->nfree++] = s;
         }
         inflight -= got;
-        completed += (uint64_t)got;
         if (record) {
             w->ops += (uint64_t)got;
             w->bytes += (uint64_t)got * w->size;

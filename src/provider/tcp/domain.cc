@@ -16,7 +16,7 @@ namespace rpma::tcp {
 
 namespace {
 
-constexpr prov::Caps kCaps{kMaxOpLength, kConnectPdataMax, kAcceptPdataMax};
+constexpr prov::Caps kCaps{rc::kMaxOpLength, kConnectPdataMax, kAcceptPdataMax};
 
 // The domain made every CQ and SRQ it is handed back: the casts cannot go wrong.
 QpConfig qp_config(const prov::QpAttr &a) {

@@ -7,8 +7,8 @@
 #include <mutex>
 
 #include "provider/provider.h"
+#include "provider/soft/engine.h"
 #include "provider/soft/mr_table.h"
-#include "provider/tcp/engine.h"
 
 namespace rpma::tcp {
 

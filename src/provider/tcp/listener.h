@@ -13,7 +13,7 @@
 #include "common/fd.h"
 #include "common/fd_queue.h"
 #include "provider/provider.h"
-#include "provider/tcp/engine.h"
+#include "provider/soft/engine.h"
 #include "provider/tcp/wire.h"
 
 namespace rpma::tcp {

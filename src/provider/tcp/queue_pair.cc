@@ -1,34 +1,26 @@
-// The queue pair's construction and the helpers its parts share (qp_internal.h). The parts:
-// qp_connect.cc, qp_close.cc (connection management), requester.cc, qp_transmit.cc (frames
-// out), qp_receive.cc (frames in), responder.cc, completer.cc.
+// Connection set-up over TCP: the client's connect and handshake, the server's accept, and the
+// socket options both ends share.
 #include "provider/tcp/queue_pair.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 
-#include "provider/tcp/qp_internal.h"
+#include "common/log.h"
+#include "provider/tcp/listener.h"
 
 namespace rpma::tcp {
 
 namespace {
 
-// QP numbers: unique within a process (a counter), and mixed with the pid so that processes
-// forked from one parent, or started together, do not all count from the same place.
-uint32_t next_qp_num() {
-    static std::atomic<uint32_t> counter{1};
-    uint32_t mix = static_cast<uint32_t>(getpid()) * 2654435761u;
-    uint32_t v;
-    do {
-        v = (counter.fetch_add(1) ^ (mix >> 8)) & 0xffffffu;  // 24 bits, as on InfiniBand
-    } while (v == 0);                                         // QP 0 is special on InfiniBand
-    return v;
-}
+constexpr auto kReplyTimeout = std::chrono::seconds(30);
 
 // How long a silent or unreachable peer may take to be declared LOST: RPMA_DEAD_PEER_TIMEOUT_MS
 // (documented in docs/tcp-provider.md), default 15 s. Idle connections probe with keepalives;
@@ -46,16 +38,12 @@ int dead_peer_timeout_ms() {
 // probes spaced so that the last one fails at about the timeout.
 constexpr int kKeepaliveProbes = 3;
 
-}  // namespace
-
-char g_discard[kDiscardSize];
-const char g_zero[kZeroSize] = {};
-
 uint64_t random_token() {
     static thread_local std::mt19937_64 rng{std::random_device{}()};
     return rng();
 }
 
+// TCP_NODELAY, keepalive and TCP_USER_TIMEOUT from the dead-peer timeout.
 void set_socket_options(int fd) {
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -70,22 +58,13 @@ void set_socket_options(int fd) {
     ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
 }
 
+// Only for the handshake: a fresh socket's buffer always takes a few hundred bytes.
 bool write_all_small(int fd, const void *p, size_t n) {
-    // Only for the handshake: a fresh socket's buffer always takes a few hundred bytes.
     ssize_t r = ::send(fd, p, n, MSG_NOSIGNAL);
     return r == static_cast<ssize_t>(n);
 }
 
-ibv_wc_status nak_to_status(uint16_t st) {
-    switch (static_cast<NakStatus>(st)) {
-        case NakStatus::kAccess:
-            return IBV_WC_REM_ACCESS_ERR;
-        case NakStatus::kInvalidRequest:
-            return IBV_WC_REM_INV_REQ_ERR;
-        default:
-            return IBV_WC_REM_OP_ERR;
-    }
-}
+}  // namespace
 
 std::shared_ptr<QueuePair> QueuePair::create(Engine *engine, MrTable *mrs, const QpConfig &cfg,
                                              FdQueue<rpma_conn_event> *events) {
@@ -94,13 +73,191 @@ std::shared_ptr<QueuePair> QueuePair::create(Engine *engine, MrTable *mrs, const
 
 QueuePair::QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg,
                      FdQueue<rpma_conn_event> *events)
-    : engine_(engine),
-      mrs_(mrs),
-      cfg_(cfg),
-      events_(events),
-      qp_num_(next_qp_num()),
-      rq_(cfg.rq_size) {}
+    : rc::QueuePair(engine, mrs, cfg, events) {
+    main_.io = &main_sock_;
+    join_.io = &join_sock_;
+}
 
-QueuePair::~QueuePair() = default;
+void QueuePair::setup_events(Stream &s, uint32_t events) {
+    Cm cm;
+    {
+        std::lock_guard lk(cm_mu_);
+        cm = cm_;
+    }
+    if (cm == Cm::kConnecting || !s.connected) {
+        if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) handshake_out(s);
+        return;
+    }
+    if (&s == &main_)
+        handshake_in();
+    else if (events & (EPOLLHUP | EPOLLERR))
+        remove_stream(s);  // reset: the main stream reports the outcome
+}
+
+int QueuePair::connect(const void *pdata, uint8_t pdata_len) {
+    const sockaddr_storage &addr = remote_addr_;
+    is_client_ = true;
+    main_.answers_in = true;
+    token_ = random_token();
+    if (pdata_len)
+        local_pdata_.assign(static_cast<const uint8_t *>(pdata),
+                            static_cast<const uint8_t *>(pdata) + pdata_len);
+    {
+        std::lock_guard lk(cm_mu_);
+        cm_ = Cm::kConnecting;
+        deadline_ = Clock::now() + std::chrono::milliseconds(cfg_.timeout_ms);
+    }
+    for (Stream *s : {&main_, &join_}) {
+        s->fd.reset(::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (!s->fd.valid()) {
+            RPMA_LOG_ERROR("socket: %m");
+            return RPMA_E_PROVIDER;
+        }
+        set_socket_options(s->fd.get());
+        // Our ephemeral port then lingers in TIME_WAIT without blocking a later listen on it.
+        int one = 1;
+        ::setsockopt(s->fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        int r = ::connect(s->fd.get(), reinterpret_cast<const sockaddr *>(&addr), remote_addr_len_);
+        if (r != 0 && errno != EINPROGRESS) {
+            RPMA_LOG_NOTICE("connect: %m");
+            fail_connect(errno == ECONNREFUSED ? RPMA_CONN_REJECTED : RPMA_CONN_UNREACHABLE);
+            return 0;
+        }
+    }
+    for (Stream *s : {&main_, &join_}) {
+        {
+            std::lock_guard lk(s->mu);
+            s->want_out = true;  // connect completion shows as writability
+        }
+        if (!establish_stream(*s, EPOLLOUT)) return RPMA_E_PROVIDER;
+    }
+    engine_->add_timer(deadline_, weak_from_this());
+    return 0;
+}
+
+void QueuePair::handshake_out(Stream &s) {
+    {
+        std::lock_guard lk(s.mu);
+        if (s.connected) return;  // Hello sent already; a late writability event
+    }
+    int err = 0;
+    socklen_t el = sizeof(err);
+    if (::getsockopt(s.fd.get(), SOL_SOCKET, SO_ERROR, &err, &el) != 0) err = errno;
+    if (err == EINPROGRESS || err == EALREADY) return;
+    if (err != 0) {
+        RPMA_LOG_NOTICE("connect: %s", strerror(err));
+        fail_connect(err == ECONNREFUSED ? RPMA_CONN_REJECTED : RPMA_CONN_UNREACHABLE);
+        return;
+    }
+    Hello h{};
+    h.magic = kMagic;
+    h.version = kProtocolVersion;
+    h.role = static_cast<uint8_t>(&s == &main_ ? StreamRole::kMain : StreamRole::kJoin);
+    h.token = token_;
+    h.qp_num = qp_num_;
+    if (&s == &main_) {
+        h.pdata_len = static_cast<uint8_t>(local_pdata_.size());
+        if (!local_pdata_.empty()) std::memcpy(h.pdata, local_pdata_.data(), local_pdata_.size());
+    }
+    if (!write_all_small(s.fd.get(), &h, sizeof(h))) {
+        RPMA_LOG_NOTICE("sending the connection request failed: %m");
+        fail_connect(RPMA_CONN_UNREACHABLE);
+        return;
+    }
+    {
+        std::lock_guard lk(s.mu);
+        s.connected = true;
+        s.want_out = false;
+        // The join stream waits for the answer on the main one: the server may send on it (even
+        // its Disconnect and end of stream) as soon as it has accepted.
+        s.rx_on = &s == &main_;
+        update_mask(s);
+    }
+    std::lock_guard lk(cm_mu_);
+    if (cm_ == Cm::kConnecting && main_.connected && join_.connected) {
+        cm_ = Cm::kAwaitReply;
+        deadline_ = Clock::now() + kReplyTimeout;
+        engine_->add_timer(deadline_, weak_from_this());
+    }
+}
+
+void QueuePair::handshake_in() {
+    char *p = reinterpret_cast<char *>(&reply_) + reply_got_;
+    ssize_t r = ::recv(main_.fd.get(), p, sizeof(reply_) - reply_got_, MSG_DONTWAIT);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (r <= 0) {
+        RPMA_LOG_NOTICE("the server closed the connection before answering");
+        fail_connect(RPMA_CONN_REJECTED);
+        return;
+    }
+    reply_got_ += static_cast<size_t>(r);
+    if (reply_got_ < sizeof(reply_)) return;
+    if (reply_.magic != kMagic || reply_.pdata_len > kAcceptPdataMax ||
+        (reply_.kind != static_cast<uint8_t>(ReplyKind::kAccept) &&
+         reply_.kind != static_cast<uint8_t>(ReplyKind::kReject))) {
+        RPMA_LOG_ERROR("malformed answer to the connection request");
+        fail_connect(RPMA_CONN_LOST);
+        return;
+    }
+    if (reply_.kind == static_cast<uint8_t>(ReplyKind::kReject)) {
+        fail_connect(RPMA_CONN_REJECTED);
+        return;
+    }
+    remote_qp_ = reply_.qp_num;
+    remote_pdata_.assign(reply_.pdata, reply_.pdata + reply_.pdata_len);
+    {
+        std::lock_guard lk(cm_mu_);
+        if (cm_ != Cm::kAwaitReply) return;
+        cm_ = Cm::kEstablished;
+    }
+    post_event(RPMA_CONN_ESTABLISHED);
+    std::lock_guard lk(join_.mu);
+    join_.rx_on = true;
+    update_mask(join_);
+}
+
+int QueuePair::accept(std::unique_ptr<prov::IncomingRequest> req, const void *pdata,
+                      uint8_t pdata_len) {
+    // the domain's listener made every request it is handed back
+    IncomingConn &in = static_cast<Incoming *>(req.get())->conn;
+    is_client_ = false;
+    join_.answers_in = true;
+    remote_qp_ = in.qp_num;
+    remote_pdata_ = std::move(in.pdata);
+    main_.fd = std::move(in.main);
+    join_.fd = std::move(in.join);
+    // ESTABLISHED is queued and the streams are served before the client hears the answer, so
+    // whatever the client does next (even a disconnect) lands after it.
+    {
+        std::lock_guard lk(cm_mu_);
+        cm_ = Cm::kEstablished;
+    }
+    post_event(RPMA_CONN_ESTABLISHED);
+    for (Stream *s : {&main_, &join_}) {
+        set_socket_options(s->fd.get());
+        {
+            std::lock_guard lk(s->mu);
+            s->connected = true;
+            s->rx_on = true;
+        }
+        if (!establish_stream(*s, EPOLLIN | EPOLLRDHUP)) return RPMA_E_PROVIDER;
+    }
+    Reply rep{};
+    rep.magic = kMagic;
+    rep.kind = static_cast<uint8_t>(ReplyKind::kAccept);
+    rep.pdata_len = pdata_len;
+    rep.qp_num = qp_num_;
+    if (pdata_len) std::memcpy(rep.pdata, pdata, pdata_len);
+    // Nothing else is written on the main stream before the client has this answer.
+    if (!write_all_small(main_.fd.get(), &rep, sizeof(rep))) lost("sending the accept failed");
+    return 0;
+}
+
+void QueuePair::reject(Fd &main) {
+    Reply rep{};
+    rep.magic = kMagic;
+    rep.kind = static_cast<uint8_t>(ReplyKind::kReject);
+    write_all_small(main.get(), &rep, sizeof(rep));
+}
 
 }  // namespace rpma::tcp

@@ -3,13 +3,13 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
+#include "provider/rc/opcode.h"
+#include "provider/rc/qp_internal.h"
+#include "provider/rc/queue_pair.h"
 #include "provider/soft/mr_table.h"
-#include "provider/tcp/opcode.h"
-#include "provider/tcp/persist.h"
-#include "provider/tcp/qp_internal.h"
-#include "provider/tcp/queue_pair.h"
+#include "provider/soft/persist.h"
 
-namespace rpma::tcp {
+namespace rpma::rc {
 
 void QueuePair::nak(uint64_t seq, NakStatus st) {
     FrameHeader h{};
@@ -347,4 +347,4 @@ QueuePair::Step QueuePair::wait_for_answers(bool modifies) {
     return Step::kStall;
 }
 
-}  // namespace rpma::tcp
+}  // namespace rpma::rc

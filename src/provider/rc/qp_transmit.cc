@@ -3,10 +3,10 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
-#include "provider/tcp/qp_internal.h"
-#include "provider/tcp/queue_pair.h"
+#include "provider/rc/qp_internal.h"
+#include "provider/rc/queue_pair.h"
 
-namespace rpma::tcp {
+namespace rpma::rc {
 
 void QueuePair::enqueue(Stream &s, TxItem item) {
     if (item.guard) ++s.data_items;
@@ -189,4 +189,4 @@ bool QueuePair::answer_now(Stream &s) {
     return s.txq.empty() || flush_tx(s);
 }
 
-}  // namespace rpma::tcp
+}  // namespace rpma::rc

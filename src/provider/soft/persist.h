@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace rpma::tcp {
+namespace rpma {
 
 // msync(MS_SYNC) over the pages of [addr, addr + len): writes a file-backed mapping back to its
 // file, and on a DAX/MAP_SYNC mapping the kernel writes the CPU caches back. 0 or -1 (errno).
@@ -19,4 +19,4 @@ struct PersistStats {
 };
 PersistStats persist_stats() noexcept;
 
-}  // namespace rpma::tcp
+}  // namespace rpma

@@ -1,5 +1,5 @@
-// What the parts of the queue pair share (queue_pair.cc defines the functions). Internal to
-// the tcp provider.
+// What the parts of the RC queue pair share (queue_pair.cc defines the functions). Internal to
+// the RC engine.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -8,9 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "provider/tcp/wire.h"
+#include "provider/rc/frame.h"
 
-namespace rpma::tcp {
+namespace rpma::rc {
 
 constexpr size_t kStagingSize = 16 * 1024;
 constexpr size_t kDirectThreshold = 4096;  // payloads this big bypass the staging buffer
@@ -22,7 +22,6 @@ constexpr size_t kAnswersPerSend = kMaxIov / 2;
 // brings it back). A stream that kept the engine for long would delay the answers on the
 // other streams, and a peer waiting for them would fill its send queue.
 constexpr int kRxBudget = 2;
-constexpr auto kReplyTimeout = std::chrono::seconds(30);
 // How long a deleted connection waits for the peer to take our Disconnect and close its end.
 constexpr auto kLingerTimeout = std::chrono::seconds(2);
 // Answers queued behind a full socket before the responder stops taking requests: a peer that
@@ -37,11 +36,6 @@ extern char g_discard[kDiscardSize];
 constexpr size_t kZeroSize = 64 * 1024;
 extern const char g_zero[kZeroSize];
 
-uint64_t random_token();
-// TCP_NODELAY, keepalive and TCP_USER_TIMEOUT from the dead-peer timeout.
-void set_socket_options(int fd);
-// Only for the handshake: a fresh socket's buffer always takes a few hundred bytes.
-bool write_all_small(int fd, const void *p, size_t n);
 ibv_wc_status nak_to_status(uint16_t st);
 
-}  // namespace rpma::tcp
+}  // namespace rpma::rc

@@ -5,9 +5,9 @@
 #include <infiniband/verbs.h>
 #include <librpma.h>
 
-#include "provider/tcp/wire.h"
+#include "provider/rc/frame.h"
 
-namespace rpma::tcp {
+namespace rpma::rc {
 
 struct OpInfo {
     const char *name;
@@ -46,4 +46,4 @@ inline int required_usage(const FrameHeader &h) noexcept {
     return op_info(op).usage;
 }
 
-}  // namespace rpma::tcp
+}  // namespace rpma::rc

@@ -3,11 +3,11 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
-#include "provider/tcp/opcode.h"
-#include "provider/tcp/qp_internal.h"
-#include "provider/tcp/queue_pair.h"
+#include "provider/rc/opcode.h"
+#include "provider/rc/qp_internal.h"
+#include "provider/rc/queue_pair.h"
 
-namespace rpma::tcp {
+namespace rpma::rc {
 
 namespace {
 
@@ -111,4 +111,4 @@ int QueuePair::post_recv(prov::RecvWr r) {
     return rq_.post(std::move(r));
 }
 
-}  // namespace rpma::tcp
+}  // namespace rpma::rc

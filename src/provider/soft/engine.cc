@@ -1,4 +1,4 @@
-#include "provider/tcp/engine.h"
+#include "provider/soft/engine.h"
 
 #include <librpma.h>
 #include <pthread.h>
@@ -11,7 +11,7 @@
 
 #include "common/log.h"
 
-namespace rpma::tcp {
+namespace rpma {
 
 namespace {
 constexpr uint64_t kWakeKey = 0;
@@ -234,4 +234,4 @@ void Engine::loop() {
     run_commands();
 }
 
-}  // namespace rpma::tcp
+}  // namespace rpma

@@ -19,7 +19,7 @@
 
 #include "common/fd.h"
 
-namespace rpma::tcp {
+namespace rpma {
 
 using Clock = std::chrono::steady_clock;
 
@@ -100,4 +100,4 @@ class Engine {
     std::atomic<uint64_t> next_key_{1};
 };
 
-}  // namespace rpma::tcp
+}  // namespace rpma

@@ -1,4 +1,4 @@
-#include "provider/tcp/persist.h"
+#include "provider/soft/persist.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 
 #include "common/log.h"
 
-namespace rpma::tcp {
+namespace rpma {
 
 namespace {
 // Counters for tests only: relaxed atomics keep a lock off every PERSISTENT flush. calls is
@@ -43,4 +43,4 @@ PersistStats persist_stats() noexcept {
     return s;
 }
 
-}  // namespace rpma::tcp
+}  // namespace rpma

@@ -4,11 +4,11 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
-#include "provider/tcp/opcode.h"
-#include "provider/tcp/qp_internal.h"
-#include "provider/tcp/queue_pair.h"
+#include "provider/rc/opcode.h"
+#include "provider/rc/qp_internal.h"
+#include "provider/rc/queue_pair.h"
 
-namespace rpma::tcp {
+namespace rpma::rc {
 
 void QueuePair::push_send_wc(const Outstanding &o, ibv_wc_status st, uint32_t len) {
     if (st == IBV_WC_SUCCESS && !o.signaled) return;
@@ -207,4 +207,4 @@ QueuePair::CompState QueuePair::read_data(CompCtx &c) {
     return CompState::kDone;
 }
 
-}  // namespace rpma::tcp
+}  // namespace rpma::rc

@@ -7,10 +7,10 @@
 #include <cstring>
 
 #include "common/log.h"
-#include "provider/tcp/qp_internal.h"
-#include "provider/tcp/queue_pair.h"
+#include "provider/rc/qp_internal.h"
+#include "provider/rc/queue_pair.h"
 
-namespace rpma::tcp {
+namespace rpma::rc {
 
 void QueuePair::on_events(int fd, uint32_t events) {
     Stream &s = fd == main_.fd.get() ? main_ : join_;
@@ -20,15 +20,8 @@ void QueuePair::on_events(int fd, uint32_t events) {
         std::lock_guard lk(cm_mu_);
         cm = cm_;
     }
-    if (cm == Cm::kConnecting || (cm == Cm::kAwaitReply && !s.connected)) {
-        if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) handshake_out(s);
-        return;
-    }
-    if (cm == Cm::kAwaitReply) {
-        if (&s == &main_)
-            handshake_in();
-        else if (events & (EPOLLHUP | EPOLLERR))
-            remove_stream(s);  // reset: the main stream reports the outcome
+    if (cm == Cm::kConnecting || cm == Cm::kAwaitReply) {
+        setup_events(s, events);  // the transport's handshake
         return;
     }
     if (cm == Cm::kClosing) {
@@ -294,4 +287,4 @@ void QueuePair::finish_read(Stream &s, Step st) {
     if (s.disc_rx) maybe_closed();
 }
 
-}  // namespace rpma::tcp
+}  // namespace rpma::rc

@@ -1,11 +1,12 @@
-// Tear-down: disconnect, an orderly close on delete (linger), and a lost connection.
+// Tear-down: disconnect, an orderly close on delete (linger), a lost connection, and the
+// timers of set-up and linger.
 #include <sys/socket.h>
 
 #include "common/log.h"
-#include "provider/tcp/qp_internal.h"
-#include "provider/tcp/queue_pair.h"
+#include "provider/rc/qp_internal.h"
+#include "provider/rc/queue_pair.h"
 
-namespace rpma::tcp {
+namespace rpma::rc {
 
 void QueuePair::close() {
     cfg_.cq->set_driver(nullptr);  // a waiter on the CQ no longer drives this queue pair
@@ -136,6 +137,21 @@ void QueuePair::linger_events(Stream &s, uint32_t events) {
     if (done) remove_stream(s);
 }
 
+void QueuePair::fail_connect(rpma_conn_event ev) {
+    {
+        std::lock_guard lk(cm_mu_);
+        if (cm_ == Cm::kDone) return;
+        cm_ = Cm::kDone;
+    }
+    {
+        std::lock_guard lk(sq_mu_);
+        flush_all_locked();
+    }
+    remove_stream(main_);
+    remove_stream(join_);
+    post_event(ev);
+}
+
 void QueuePair::lost(const char *why) {
     {
         std::lock_guard lk(cm_mu_);
@@ -222,4 +238,34 @@ void QueuePair::maybe_closed() {
     post_event(RPMA_CONN_CLOSED);
 }
 
-}  // namespace rpma::tcp
+void QueuePair::on_timer() {
+    Cm cm;
+    Clock::time_point dl;
+    {
+        std::lock_guard lk(cm_mu_);
+        cm = cm_;
+        dl = deadline_;
+    }
+    if (cm == Cm::kClosing) {
+        if (Clock::now() < dl) return;
+        remove_stream(main_);  // the peer never closed its end: give up on it
+        remove_stream(join_);
+        return;
+    }
+    if (closed_) return;
+    if ((cm == Cm::kConnecting || cm == Cm::kAwaitReply) && Clock::now() >= dl) {
+        RPMA_LOG_NOTICE("connection set-up timed out");
+        fail_connect(RPMA_CONN_UNREACHABLE);
+    }
+}
+
+void QueuePair::remove_stream(Stream &s) {
+    uint64_t key;
+    {
+        std::lock_guard lk(s.mu);
+        key = std::exchange(s.key, 0);
+    }
+    if (key) engine_->remove(key);
+}
+
+}  // namespace rpma::rc

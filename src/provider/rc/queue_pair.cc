@@ -1,0 +1,67 @@
+// The queue pair's construction and the helpers its parts share (qp_internal.h). The parts:
+// qp_close.cc (tear-down), requester.cc, qp_transmit.cc (frames out), qp_receive.cc (frames in),
+// responder.cc, completer.cc; the transport sets the connection up (tcp/queue_pair.cc).
+#include "provider/rc/queue_pair.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "provider/rc/qp_internal.h"
+
+namespace rpma::rc {
+
+namespace {
+
+// QP numbers: unique within a process (a counter), and mixed with the pid so that processes
+// forked from one parent, or started together, do not all count from the same place.
+uint32_t next_qp_num() {
+    static std::atomic<uint32_t> counter{1};
+    uint32_t mix = static_cast<uint32_t>(getpid()) * 2654435761u;
+    uint32_t v;
+    do {
+        v = (counter.fetch_add(1) ^ (mix >> 8)) & 0xffffffu;  // 24 bits, as on InfiniBand
+    } while (v == 0);                                         // QP 0 is special on InfiniBand
+    return v;
+}
+
+}  // namespace
+
+char g_discard[kDiscardSize];
+const char g_zero[kZeroSize] = {};
+
+ibv_wc_status nak_to_status(uint16_t st) {
+    switch (static_cast<NakStatus>(st)) {
+        case NakStatus::kAccess:
+            return IBV_WC_REM_ACCESS_ERR;
+        case NakStatus::kInvalidRequest:
+            return IBV_WC_REM_INV_REQ_ERR;
+        default:
+            return IBV_WC_REM_OP_ERR;
+    }
+}
+
+QueuePair::QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg,
+                     FdQueue<rpma_conn_event> *events)
+    : engine_(engine),
+      mrs_(mrs),
+      cfg_(cfg),
+      events_(events),
+      qp_num_(next_qp_num()),
+      rq_(cfg.rq_size) {}
+
+QueuePair::~QueuePair() = default;
+
+bool QueuePair::establish_stream(Stream &s, uint32_t events) {
+    s.buf.reset(new char[kStagingSize]);
+    // No QP lock across add(): it waits for the engine thread, which may need one.
+    uint64_t key = engine_->add(s.fd.get(), events, shared_from_this());
+    if (key == 0) return false;
+    std::lock_guard lk(s.mu);
+    s.key = key;
+    update_mask(s);  // the engine may have moved on while the key was unknown
+    return true;
+}
+
+}  // namespace rpma::rc

@@ -1,0 +1,330 @@
+// The software RC engine: a reliable-connection queue pair over two byte streams (ByteStream,
+// byte_stream.h), whatever the transport under them. Each side sends its requests on one stream
+// and reads the answers from it; the other stream carries the peer's requests and our answers.
+// So a responder that waits for a receive buffer (RNR) holds back only the peer's requests,
+// never the answers to our own. A transport (tcp/queue_pair.h) derives from it: it sets up the
+// two streams (connect, accept, its own handshake) and hands them over with establish_stream.
+//
+// Roles, after soft-RoCE, one file each: the requester (requester.cc) turns posted work requests
+// into frames on application threads; the responder (responder.cc) executes the peer's requests
+// against registered memory; the completer (completer.cc) matches answers to outstanding
+// requests and fills the CQ. The engine thread runs the responder; the completer runs there too,
+// or on an application thread that waits on or polls its CQ (drive, poll_once): whoever holds
+// a stream's rx_mu reads it. Frames go out in qp_transmit.cc, come in in qp_receive.cc;
+// tear-down is in qp_close.cc.
+//
+// Lock order (RankedMutex checks it in Debug and sanitizer builds):
+//   Stream::rx_mu (0) -> sq_mu_ (1) -> cm_mu_ (2) -> Stream::mu (3)
+// The CQ's, the receive queue's and the engine's own mutexes are taken last and hold nothing.
+#pragma once
+
+#include <librpma.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "common/fd.h"
+#include "common/fd_queue.h"
+#include "common/ranked_mutex.h"
+#include "provider/provider.h"
+#include "provider/rc/byte_stream.h"
+#include "provider/rc/frame.h"
+#include "provider/soft/cq.h"
+#include "provider/soft/engine.h"
+#include "provider/soft/recv_queue.h"
+#include "provider/soft/region.h"
+
+namespace rpma {
+class MrTable;
+}  // namespace rpma
+
+namespace rpma::rc {
+
+struct QpConfig {
+    uint32_t sq_size = 0;
+    uint32_t rq_size = 0;
+    int timeout_ms = RPMA_DEFAULT_TIMEOUT_MS;
+    Cq *cq = nullptr;       // send-side completions
+    Cq *recv_cq = nullptr;  // receive completions (the RCQ, the SRQ's RCQ, or the CQ)
+    RecvQueue *srq = nullptr;
+};
+
+class QueuePair : public prov::QueuePair,
+                  public Handler,
+                  public RecvWaiter,
+                  public CqDriver,
+                  public std::enable_shared_from_this<QueuePair> {
+  public:
+    friend struct QpTestAccess;  // the unit tests (tests/unit/test_rc_engine.cc)
+    ~QueuePair() override;
+
+    uint32_t qp_num() const noexcept override { return qp_num_; }
+
+    // All fail with RPMA_E_PROVIDER in a forked child: the connection is the parent's.
+    int post_send(prov::SendWr wr) override;
+    int post_recv(prov::RecvWr r) override;
+    int disconnect() override;
+    // Unhooks from the engine and the CQ; once it returns no engine callback touches this
+    // object.
+    void close() override;
+
+    const std::vector<uint8_t> &remote_pdata() const noexcept override { return remote_pdata_; }
+
+    void on_events(int fd, uint32_t events) override;  // the streams' fds
+    void on_timer() override;
+    void on_failure(const char *why) override { lost(why); }
+    void recv_posted() override;
+    void drive(int channel_fd) override;
+    void poll_once() override;
+    bool established();
+
+  protected:
+    // kClosing: deleted while established; the engine finishes the orderly close (our
+    // Disconnect out, the peer's input drained) without touching the application's objects.
+    enum class Cm { kIdle, kConnecting, kAwaitReply, kEstablished, kClosing, kDone };
+    enum class Rx { kHeader, kPayload };
+    enum class Payload { kNone, kWrite, kWriteImm, kSend, kReadResp, kDiscard };
+
+    struct TxItem {
+        FrameHeader hdr;
+        const char *data;
+        size_t len;
+        std::shared_ptr<Region> guard;  // the region data points into (requests and read answers)
+        uint64_t seq = 0;               // a request's sequence number
+        bool zero_fill = false;         // the rest of the payload is zeros: its source vanished
+    };
+
+    enum LockRank : unsigned { kRxRank, kSqRank, kCmRank, kTxRank };
+
+    struct Stream {
+        Fd fd;                     // registered with the engine: readable when io has input
+        ByteStream *io = nullptr;  // the transport's; what the RC engine reads and writes
+        uint64_t key = 0;
+        bool answers_in = false;  // we send our requests here and read their answers
+        // rx: whoever holds rx_mu
+        std::unique_ptr<char[]> buf;
+        size_t head = 0, tail = 0;
+        Rx rx = Rx::kHeader;
+        Payload payload = Payload::kNone;
+        char *dst = nullptr;
+        uint64_t remaining = 0;
+        uint64_t payload_len = 0;
+        std::shared_ptr<Region> dst_region;
+        bool failed = false;        // payload target vanished: discard and fail the operation
+        bool stalled = false;       // a request waits: a receive, the peer's answer or our answers
+        const char *why = nullptr;  // what ended the stream, for the log
+        std::atomic<bool> disc_rx{false};  // the peer's Disconnect came on this stream
+        bool connected = false;
+        // tx: under mu
+        RankedMutex mu{kTxRank};
+        std::deque<TxItem> txq;
+        size_t tx_off = 0;
+        bool want_out = false;
+        bool rx_on = false;
+        bool wr_shut = false;
+        uint32_t data_items = 0;  // items in txq whose data points into a region
+        bool drain_wait = false;  // the responder waits for the answers to leave
+        bool nak_queued = false;  // a read answer became a NAK: the responder enters error state
+        std::vector<uint64_t> src_faults;  // requests whose source vanished before it was sent
+        RankedMutex rx_mu{kRxRank};  // whoever reads the stream holds it, a driving waiter too
+        bool backoff = false;        // under mu: the engine found rx_mu held and stopped polling
+    };
+
+    struct Outstanding {
+        uint64_t seq;
+        uint64_t wr_id;
+        Op op;
+        bool signaled;
+        char *dst;
+        uint32_t len;
+        std::shared_ptr<Region> dst_region;
+        bool local_error = false;  // completes with IBV_WC_LOC_PROT_ERR in its turn
+        // a read completes with its data; one with a local error was sent as an empty write
+        bool awaits_data() const noexcept { return op == Op::kRead && !local_error; }
+    };
+
+    QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events);
+
+    // The transport's: events on a stream while the connection is being set up (kConnecting,
+    // kAwaitReply), on the engine thread.
+    virtual void setup_events(Stream &s, uint32_t events) = 0;
+    // The transport has the stream connected: the engine serves it from now on (EPOLLIN when
+    // rx_on). false if the engine refused it. No QP lock held: add() waits for the engine.
+    bool establish_stream(Stream &s, uint32_t events);
+
+    Stream &req() noexcept { return is_client_ ? main_ : join_; }
+    Stream &resp() noexcept { return is_client_ ? join_ : main_; }
+
+    // tx
+    void enqueue(Stream &s, TxItem item);         // s.mu held
+    bool region_vanished(Stream &s, TxItem &it);  // s.mu held; false: the stream must end
+    bool flush_tx(Stream &s);                     // s.mu held; false on a broken stream
+    // s.mu held: iovecs for the queued frames, from tx_off on; stops before a frame whose
+    // region is gone (*dead) and holds the regions it gathers from (held, released by caller)
+    int gather(Stream &s, iovec *iov, Region **held, int *nheld, TxItem **dead);
+    void consume(Stream &s, size_t n);  // s.mu held: n bytes of the queue went out
+    void update_mask(Stream &s);        // s.mu held
+    void send_frame(Stream &s, const FrameHeader &h);
+
+    // rx
+    void read_stream(Stream &s);          // s.rx_mu held
+    void read_stream_if_free(Stream &s);  // takes s.rx_mu, or leaves the work to its holder
+    enum class Step { kContinue, kBlock, kStall, kFatal, kStop };
+    Step read_frames(Stream &s);                  // s.rx_mu held: until blocked, stalled or done
+    Step take_header(Stream &s, bool responder);  // s.rx_mu held: the staged header
+    Step fill_staging(Stream &s, int &budget);    // s.rx_mu held: one recv into the staging buffer
+    void finish_read(Stream &s, Step st);         // s.rx_mu held: answers out, stall, end
+    Step rx_payload(Stream &s, int &budget);      // spends budget only on system calls
+    void payload_done(Stream &s);
+
+    // responder (engine thread, s.rx_mu held): rxe_resp's states, in the order they run
+    enum class RespState {
+        kGetRequest,      // a request, or the peer's Disconnect; anything else ends the stream
+        kCheckLength,     // no request moves more than kMaxOpLength (else the stream ends)
+        kApplyAck,        // the peer's piggybacked ACK completes our requests before this one
+        kCheckState,      // in the error state requests are dropped
+        kCheckOrder,      // our earlier answers leave first (RC order, flow control)
+        kCheckOpLength,   // the opcode's length rule (OpInfo::fixed_len)
+        kCheckRkey,       // region, usage and range (access_ok), for opcodes with an rkey
+        kCheckResources,  // a receive for a message; none posted: RNR wait (kStall)
+        kExecute,         // place, answer, store or persist (execute_*)
+        kErrAccess,       // NAK: remote access error
+        kErrInvalid,      // NAK: invalid request
+        kErrOperation,    // NAK: remote operation error
+        kDrop,            // skip the payload
+        kDone,
+    };
+    struct RespCtx {
+        Stream &s;
+        const FrameHeader &h;
+        Op op;
+        uint64_t seq;  // the request's sequence number, once it is in order
+        std::shared_ptr<Region> region;
+        Step result;
+    };
+    Step responder_header(Stream &s, const FrameHeader &h);
+    RespState responder_step(RespCtx &c, RespState st);
+    RespState get_request(RespCtx &c);
+    RespState resp_fatal(RespCtx &c, const char *why);
+    RespState execute(RespCtx &c);
+    Step discard_payload(Stream &s, const FrameHeader &h);
+    // The rkey check a NIC makes: the region exists, allows the usage the request needs
+    // (required_usage) and holds the range. A 0-byte request touches nothing and passes.
+    bool access_ok(const FrameHeader &h, std::shared_ptr<Region> *region) const;
+    bool take_recv();  // a receive for the current message, or registered to wait for one
+    RespState execute_write(RespCtx &c);
+    RespState execute_send(RespCtx &c);
+    RespState execute_read(RespCtx &c);
+    RespState execute_atomic_write(RespCtx &c);
+    RespState execute_flush(RespCtx &c);
+
+    // completer
+    // completer (s.rx_mu held; sq_mu_ from kCheckSeq on): rxe_comp's states, in order
+    enum class CompState {
+        kGetAnswer,       // ACK, NAK or read data, or the peer's Disconnect
+        kCheckSeq,        // answers only a request that was sent
+        kCheckState,      // in the error state all is flushed: read data is skipped
+        kCompleteBefore,  // every earlier request is done (RC order)
+        kCheckAck,        // an ACK is done here
+        kCheckOrder,      // a NAK or read data answers the oldest request
+        kNak,             // it fails with the NAK's status, and the rest are flushed
+        kReadData,        // the data goes to the read's destination
+        kDone,
+    };
+    struct CompCtx {
+        Stream &s;
+        const FrameHeader &h;
+        Op op;
+        Step result;
+    };
+    Step completer_header(Stream &s, const FrameHeader &h);
+    CompState completer_step(CompCtx &c, CompState st);
+    CompState comp_fatal(CompCtx &c, const char *why);
+    void skip_read_data(CompCtx &c);
+    CompState complete_before(CompCtx &c);
+    CompState read_data(CompCtx &c);
+
+    // completions
+    void complete_front(ibv_wc_status st, uint32_t len);  // sq_mu_ held
+    void advance_locked();                                // sq_mu_ held: apply peer_acked_
+    bool source_faulted(uint64_t seq);                    // sq_mu_ held
+    Step apply_peer_ack(uint64_t ack);                    // responder, before a request
+    void resume_responder();                              // any thread: re-run a stalled request
+    void resume_now();                                    // engine thread
+    void push_send_wc(const Outstanding &o, ibv_wc_status st, uint32_t len);
+    void push_recv_wc(const prov::RecvWr &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t len,
+                      bool with_imm, uint32_t imm);
+    void flush_all_locked();           // sq_mu_ held: the QP enters the error state
+    void fail_recv(ibv_wc_status st);  // the receive taken for the current message fails
+    void nak(uint64_t seq, NakStatus st);
+
+    // connection management
+    void fail_connect(rpma_conn_event ev);
+    void lost(const char *why);
+    void close_on_engine();
+    void settle_for_close(Stream &s);  // s.mu held
+    void linger_events(Stream &s, uint32_t events);
+    void maybe_closed();
+    void send_disconnect();      // engine thread
+    void append_ack(Stream &s);  // engine thread, s.mu held
+    bool answer_now(Stream &s);  // engine thread: pending ACK and answers out; false if broken
+    // engine thread: kStall if the request must wait until our answers have left, because too
+    // many are queued or (modifies) a read answer still points into a region (RC order);
+    // kFatal if sending them failed.
+    Step wait_for_answers(bool modifies);
+    static bool answers_block(const Stream &s, bool modifies) noexcept;
+    static bool take_drained(Stream &s) noexcept;  // s.mu held: a drain_wait request may go on
+    bool absorb_queued_nak();                      // engine thread; true if one was queued
+    void wake_ack_waiter_locked();                 // sq_mu_ held, after completions
+    void remove_stream(Stream &s);
+    void post_event(rpma_conn_event ev) { events_->push(ev); }
+
+    Engine *engine_;
+    MrTable *mrs_;
+    QpConfig cfg_;
+    FdQueue<rpma_conn_event> *events_;
+    uint32_t qp_num_;
+    uint32_t remote_qp_ = 0;
+    bool is_client_ = false;
+    std::atomic<bool> closed_{false};  // close() ran: engine-thread work must not touch the CQs
+    RecvQueue rq_;
+
+    RankedMutex cm_mu_{kCmRank};  // cm_, disc_sent_
+    Cm cm_ = Cm::kIdle;
+    bool disc_sent_ = false;
+    bool disc_done_ = false;  // engine thread: our Disconnect frames are queued
+    Clock::time_point deadline_{};
+    std::vector<uint8_t> remote_pdata_;
+
+    RankedMutex sq_mu_{kSqRank};  // requester and completer state
+    bool error_ = false;
+    uint64_t next_seq_ = 1;
+    std::deque<Outstanding> outstanding_;
+    uint32_t unreclaimed_ = 0;                // unsignaled WRs done but still holding SQ slots
+    uint32_t unsignaled_run_ = 0;             // unsignaled WRs posted since the last ACK request
+    uint64_t peer_acked_ = 0;                 // the peer executed our requests up to here
+    std::atomic<uint64_t> ack_applied_{0};    // acks up to here need no work
+    std::atomic<uint32_t> faults_{0};         // entries in req().src_faults
+    std::atomic<bool> resp_wait_ack_{false};  // the responder waits for the completer
+
+    // responder state (engine thread); resp_seq_ is read by posting threads for the piggyback
+    std::atomic<uint64_t> resp_seq_{0};  // last request executed
+    uint64_t pending_seq_ = 0;           // the request whose payload is arriving
+    uint64_t resp_acked_ = 0;            // last acknowledged
+    bool resp_error_ = false;
+    bool ack_wanted_ = false;  // an executed request asked for an ACK
+    bool pending_wants_ack_ = false;
+    std::optional<prov::RecvWr> cur_recv_;
+    uint32_t cur_imm_ = 0;
+    bool cur_has_imm_ = false;
+
+    Stream main_;
+    Stream join_;
+};
+
+}  // namespace rpma::rc
