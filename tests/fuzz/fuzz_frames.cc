@@ -8,17 +8,18 @@
 #include <cstdint>
 
 #include "provider/soft/cq.h"
-#include "provider/soft/mr_table.h"
 #include "provider/soft/engine.h"
+#include "provider/soft/mr_table.h"
 #include "provider/tcp/queue_pair.h"
 
 namespace {
 
 struct Target {
-    rpma::tcp::Engine engine;  // idle: the hook registers nothing with it
+    rpma::Engine engine;  // idle: the hook registers nothing with it
     rpma::MrTable mrs;
     rpma::ComplChannel channel;
     rpma::Cq cq{&channel, false};
+    rpma::FdQueue<rpma_conn_event> events;
     char *mem;
     Target() {
         // A fixed address and rkey (0x1000) so the fuzzer can find the region from the corpus.
@@ -37,7 +38,8 @@ struct Target {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static Target t;
     if (size < 1) return 0;
-    rpma::tcp::QueuePair::fuzz_feed(&t.engine, &t.mrs, &t.cq, data[0] % 3, data + 1, size - 1);
+    rpma::tcp::QueuePair::fuzz_feed(&t.engine, &t.mrs, &t.cq, &t.events, data[0] % 3, data + 1,
+                                    size - 1);
     for (int i = 0; i < 2048; ++i)
         if (t.mem[i] != 0 || t.mem[6144 + i] != 0) __builtin_trap();  // guard bytes written
     return 0;

@@ -6,7 +6,7 @@
 #include "provider/tcp/listener.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static rpma::tcp::Engine engine;  // idle
+    static rpma::Engine engine;  // idle
     rpma::tcp::Listener::fuzz_hello(&engine, data, size);
     return 0;
 }

@@ -1,11 +1,13 @@
 // Test hooks that push arbitrary bytes through the tcp provider's real parsers on the calling
-// thread (see tests/fuzz). Nothing here runs in normal operation.
+// thread (see tests/fuzz): the RC engine's over in-memory streams, the listener's over a socket
+// pair. Nothing here runs in normal operation.
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "../support/mem_stream.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/mr_table.h"
 #include "provider/tcp/listener.h"
@@ -26,92 +28,85 @@ void push_input(int fd, const uint8_t *data, size_t size) {
     ::shutdown(fd, SHUT_WR);
 }
 
+void drain(Cq *cq, FdQueue<rpma_conn_event> *events) {
+    ibv_wc wc[16];
+    int got = 0;
+    while (cq->get_wc(16, wc, &got) == 0) {
+    }
+    events->drain();
+}
+
 }  // namespace
 
-void QueuePair::fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, int kind, const uint8_t *data,
-                          size_t size) {
-    FdQueue<rpma_conn_event> events;
+void QueuePair::fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, FdQueue<rpma_conn_event> *events,
+                          int kind, const uint8_t *data, size_t size) {
     QpConfig cfg;
     cfg.sq_size = 64;
     cfg.rq_size = 64;
     cfg.cq = cq;
     cfg.recv_cq = cq;
-    auto qp = create(engine, mrs, cfg, &events);
-    int a[2], b[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, a) != 0) return;
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, b) != 0) {
-        ::close(a[0]);
-        ::close(a[1]);
-        return;
-    }
-    Fd peer_main(a[1]), peer_join(b[1]);
-    bool client = kind != 0;  // the completer and the reply parser are the client's
-    qp->is_client_ = client;
-    (client ? qp->main_ : qp->join_).answers_in = true;
-    qp->main_.fd.reset(a[0]);
-    qp->join_.fd.reset(b[0]);
+    auto qp = create(engine, mrs, cfg, events);
+    // In-memory streams, owned by the queue pair: the input, then end of stream, on the main
+    // one; what the queue pair answers goes nowhere that matters. Unbounded, so no answer waits.
+    auto input = std::make_shared<rc::memio::Channel>();
+    input->bytes.assign(data, data + size);
+    input->eof = true;
     for (Stream *s : {&qp->main_, &qp->join_}) {
+        auto in = s == &qp->main_ ? input : std::make_shared<rc::memio::Channel>();
+        auto out = std::make_shared<rc::memio::Channel>();
+        in->capacity = out->capacity = SIZE_MAX;
+        s->owned_io = std::make_unique<rc::memio::MemStream>(in, out);
+        s->io = s->owned_io.get();
         s->buf.reset(new char[16 * 1024]);
         s->connected = true;
         s->rx_on = true;
     }
+    bool client = kind != 0;  // the completer and the reply parser are the client's
+    qp->is_client_ = client;
+    (client ? qp->main_ : qp->join_).answers_in = true;
     qp->cm_ = kind == 2 ? Cm::kAwaitReply : Cm::kEstablished;
     static char local[4096];
     auto region = mrs->find(0x1000);
     for (int i = 0; i < 4; ++i)
         qp->rq_.post(prov::RecvWr{region, region ? region->addr() + 1024 * i : nullptr, 1024,
                                   static_cast<uint64_t>(i)});
-    if (kind == 1) {
-        // requests the answers can refer to: seq 1..5
-        prov::SendWr w;
-        w.len = 16;
-        w.local = local;
-        w.op = prov::WrOp::kWrite;
-        qp->post_send(w);
-        w.op = prov::WrOp::kRead;
-        w.local_region = region;
-        w.local = region ? region->addr() : nullptr;
-        qp->post_send(w);
-        w.op = prov::WrOp::kFlush;
-        qp->post_send(w);
-        w.op = prov::WrOp::kSend;
-        w.local = local;
-        qp->post_send(w);
-        w.op = prov::WrOp::kRead;
-        w.len = 2048;
-        w.local = region ? region->addr() : nullptr;
-        qp->post_send(w);
-    }
+    if (kind == 1) post_requests(*qp, region, local);
     // Every kind reads the main stream: the server's requests in, or the client's answers in.
     // Only now: set before the posts above, it would have flushed them (nothing outstanding).
     qp->disc_sent_ = true;  // no disconnect reply through the engine thread
     Stream &in = qp->main_;
-    push_input(peer_main.get(), data, size);
-    if (kind == 1) {
-        // answers arrive on the client's main stream
-        for (int i = 0; i < 64; ++i) {
-            std::lock_guard rl(qp->main_.rx_mu);
-            qp->read_stream(qp->main_);
-            if (qp->cm_ == Cm::kDone || qp->main_.disc_rx) break;
-        }
-    } else if (kind == 2) {
+    if (kind == 2) {
         for (int i = 0; i < 4 && qp->cm_ == Cm::kAwaitReply; ++i) qp->handshake_in();
-        if (qp->cm_ == Cm::kEstablished) {
-            std::lock_guard rl(qp->main_.rx_mu);
-            qp->read_stream(qp->main_);
-        }
-    } else {
-        for (int i = 0; i < 64; ++i) {
-            std::lock_guard rl(in.rx_mu);
-            qp->read_stream(in);
-            if (qp->cm_ == Cm::kDone || in.disc_rx || in.stalled) break;
-        }
+        if (qp->cm_ != Cm::kEstablished) return drain(cq, events);
     }
-    ibv_wc wc[16];
-    int got = 0;
-    while (cq->get_wc(16, wc, &got) == 0) {
+    for (int i = 0; i < 64; ++i) {
+        std::lock_guard rl(in.rx_mu);
+        qp->read_stream(in);
+        if (qp->cm_ == Cm::kDone || in.disc_rx || in.stalled) break;
     }
-    events.drain();
+    drain(cq, events);
+}
+
+void QueuePair::post_requests(QueuePair &qp, const std::shared_ptr<Region> &region, char *local) {
+    // requests the answers can refer to: seq 1..5
+    prov::SendWr w;
+    w.len = 16;
+    w.local = local;
+    w.op = prov::WrOp::kWrite;
+    qp.post_send(w);
+    w.op = prov::WrOp::kRead;
+    w.local_region = region;
+    w.local = region ? region->addr() : nullptr;
+    qp.post_send(w);
+    w.op = prov::WrOp::kFlush;
+    qp.post_send(w);
+    w.op = prov::WrOp::kSend;
+    w.local = local;
+    qp.post_send(w);
+    w.op = prov::WrOp::kRead;
+    w.len = 2048;
+    w.local = region ? region->addr() : nullptr;
+    qp.post_send(w);
 }
 
 int Listener::fuzz_hello(Engine *engine, const uint8_t *data, size_t size) {

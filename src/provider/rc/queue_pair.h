@@ -104,6 +104,7 @@ class QueuePair : public prov::QueuePair,
     struct Stream {
         Fd fd;                     // registered with the engine: readable when io has input
         ByteStream *io = nullptr;  // the transport's; what the RC engine reads and writes
+        std::unique_ptr<ByteStream> owned_io;  // io, when the queue pair owns it
         uint64_t key = 0;
         bool answers_in = false;  // we send our requests here and read their answers
         // rx: whoever holds rx_mu

@@ -59,9 +59,9 @@ void set_socket_options(int fd) {
 }
 
 // Only for the handshake: a fresh socket's buffer always takes a few hundred bytes.
-bool write_all_small(int fd, const void *p, size_t n) {
-    ssize_t r = ::send(fd, p, n, MSG_NOSIGNAL);
-    return r == static_cast<ssize_t>(n);
+bool write_all_small(rc::ByteStream &io, const void *p, size_t n) {
+    iovec v{const_cast<void *>(p), n};
+    return io.writev(&v, 1) == static_cast<ssize_t>(n);
 }
 
 }  // namespace
@@ -159,7 +159,7 @@ void QueuePair::handshake_out(Stream &s) {
         h.pdata_len = static_cast<uint8_t>(local_pdata_.size());
         if (!local_pdata_.empty()) std::memcpy(h.pdata, local_pdata_.data(), local_pdata_.size());
     }
-    if (!write_all_small(s.fd.get(), &h, sizeof(h))) {
+    if (!write_all_small(*s.io, &h, sizeof(h))) {
         RPMA_LOG_NOTICE("sending the connection request failed: %m");
         fail_connect(RPMA_CONN_UNREACHABLE);
         return;
@@ -183,7 +183,8 @@ void QueuePair::handshake_out(Stream &s) {
 
 void QueuePair::handshake_in() {
     char *p = reinterpret_cast<char *>(&reply_) + reply_got_;
-    ssize_t r = ::recv(main_.fd.get(), p, sizeof(reply_) - reply_got_, MSG_DONTWAIT);
+    iovec into{p, sizeof(reply_) - reply_got_};
+    ssize_t r = main_.io->readv(&into, 1);
     if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
     if (r <= 0) {
         RPMA_LOG_NOTICE("the server closed the connection before answering");
@@ -249,7 +250,7 @@ int QueuePair::accept(std::unique_ptr<prov::IncomingRequest> req, const void *pd
     rep.qp_num = qp_num_;
     if (pdata_len) std::memcpy(rep.pdata, pdata, pdata_len);
     // Nothing else is written on the main stream before the client has this answer.
-    if (!write_all_small(main_.fd.get(), &rep, sizeof(rep))) lost("sending the accept failed");
+    if (!write_all_small(*main_.io, &rep, sizeof(rep))) lost("sending the accept failed");
     return 0;
 }
 
@@ -257,7 +258,8 @@ void QueuePair::reject(Fd &main) {
     Reply rep{};
     rep.magic = kMagic;
     rep.kind = static_cast<uint8_t>(ReplyKind::kReject);
-    write_all_small(main.get(), &rep, sizeof(rep));
+    SocketStream io(&main);
+    write_all_small(io, &rep, sizeof(rep));
 }
 
 }  // namespace rpma::tcp

@@ -20,12 +20,13 @@ using rc::QpConfig;
 
 class QueuePair final : public rc::QueuePair {
   public:
-    // Test hook for fuzzing: builds an established queue pair over socket pairs, with no
-    // engine registration, feeds `data` as the peer's bytes on one stream and processes them on
-    // the calling thread. kind 0: the peer's requests (responder); 1: answers to our requests
-    // (completer, after a few posted requests); 2: the server's reply to our connect.
-    static void fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, int kind, const uint8_t *data,
-                          size_t size);
+    // Test hook for fuzzing (tests/fuzz/hooks.cc): builds an established queue pair over
+    // in-memory streams, with no engine registration, feeds `data` as the peer's bytes on one
+    // stream and processes them on the calling thread. kind 0: the peer's requests
+    // (responder); 1: answers to our requests (completer, after a few posted requests); 2: the
+    // server's reply to our connect. cq and events must outlive the engine.
+    static void fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, FdQueue<rpma_conn_event> *events,
+                          int kind, const uint8_t *data, size_t size);
 
     static std::shared_ptr<QueuePair> create(Engine *engine, MrTable *mrs, const QpConfig &cfg,
                                              FdQueue<rpma_conn_event> *events);
@@ -45,6 +46,7 @@ class QueuePair final : public rc::QueuePair {
   private:
     QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events);
 
+    static void post_requests(QueuePair &qp, const std::shared_ptr<Region> &region, char *local);
     void setup_events(Stream &s, uint32_t events) override;
     void handshake_out(Stream &s);
     void handshake_in();
