@@ -23,6 +23,11 @@
 #define CTX_CTL_SEND ((uint64_t)UINT64_MAX - 1)
 #define CTX_CTL_RECV ((uint64_t)UINT64_MAX - 2)
 #define CTX_BULK ((uint64_t)UINT64_MAX - 3)
+#define CTX_REQ_SEND ((uint64_t)UINT64_MAX - 4) /* gpspm, send-recv: a signaled request */
+/* gpspm, send-recv: send queue entries beyond two per operation in flight; every
+ * ANSWERED_SQ_SPARE / 4th request is signaled, so that the unsignaled ones before it are
+ * reclaimed (as on a verbs send queue) before the queue fills */
+#define ANSWERED_SQ_SPARE 40
 #define BULK_CHUNK (1u << 20)
 #define MAX_WC 64
 
@@ -39,6 +44,11 @@ struct worker {
     char *vbuf;
     struct rpma_mr_local *cmr; /* the server's stats answer */
     struct perf_stats *cbuf;
+    struct rpma_mr_local *mmr; /* gpspm, send-recv: requests, then the answers' receives */
+    char *mbuf;
+    size_t asize;            /* bytes per answer slot */
+    uint64_t nreq;           /* requests sent */
+    uint64_t answered_bytes; /* send-recv: echoed bytes found equal to what was sent */
     size_t size;
     int slots;
     int rslots;    /* distinct remote slots in this connection's window */
@@ -68,7 +78,7 @@ static uint64_t g_cpu_u1, g_cpu_s1;
 
 static bool is_write_type(enum perf_op op) {
     return op == OP_WRITE || op == OP_WRITE_FLUSH || op == OP_WRITE_FLUSH_PERSISTENT ||
-           op == OP_ATOMIC_WRITE || op == OP_WRITE_IMM;
+           op == OP_ATOMIC_WRITE || op == OP_WRITE_IMM || op == OP_GPSPM;
 }
 
 static int cl_err(const struct worker *w, const char *what, int ret) {
@@ -152,9 +162,55 @@ static int post(struct worker *w, int s) {
             return rpma_send(w->conn, w->lmr, lo, w->size, A, ctx);
         case OP_WRITE_IMM:
             return rpma_write_with_imm(w->conn, w->rmr, ro, w->lmr, lo, w->size, A, 0, ctx);
+        case OP_GPSPM:
+        case OP_SEND_RECV: {
+            /* the answer's receive first: the operation completes when the answer arrives */
+            size_t ans = (size_t)w->slots * PERF_ANSWER_SLOT + (size_t)s * w->asize;
+            int ret = rpma_recv(w->conn, w->mmr, ans, w->asize, ctx);
+            if (ret) return ret;
+            bool sig = w->nreq++ % (ANSWERED_SQ_SPARE / 4) == 0;
+            int flags = sig ? RPMA_F_COMPLETION_ALWAYS : RPMA_F_COMPLETION_ON_ERROR;
+            void *sctx = sig ? (void *)(uintptr_t)CTX_REQ_SEND : ctx;
+            if (w->o->op == OP_SEND_RECV)
+                return rpma_send(w->conn, w->lmr, lo, w->size, flags, sctx);
+            ret = rpma_write(w->conn, w->rmr, ro, w->lmr, lo, w->size, RPMA_F_COMPLETION_ON_ERROR,
+                             ctx);
+            if (ret) return ret;
+            struct perf_flush_req rq = {
+                .offset = ro, .length = (uint32_t)w->size, .slot = (uint32_t)s};
+            size_t qo = (size_t)s * PERF_ANSWER_SLOT;
+            memcpy(w->mbuf + qo, &rq, sizeof(rq));
+            return rpma_send(w->conn, w->mmr, qo, sizeof(rq), flags, sctx);
+        }
         default:
             return RPMA_E_INVAL;
     }
+}
+
+/* gpspm, send-recv: the answer in slot s is the one for slot s (gpspm: its slot number and
+ * status 0; send-recv: the bytes sent) */
+static bool answer_ok(struct worker *w, int s, const struct ibv_wc *wc) {
+    const char *ans = w->mbuf + (size_t)w->slots * PERF_ANSWER_SLOT + (size_t)s * w->asize;
+    if (wc->opcode != IBV_WC_RECV) {
+        snprintf(w->note, sizeof(w->note), "completion opcode %d where an answer was due",
+                 (int)wc->opcode);
+        return false;
+    }
+    if (w->o->op == OP_GPSPM) {
+        struct perf_flush_resp rs;
+        memcpy(&rs, ans, sizeof(rs));
+        if (wc->byte_len == sizeof(rs) && rs.slot == (uint32_t)s && rs.status == 0) return true;
+        snprintf(w->note, sizeof(w->note),
+                 "flush answer for slot %u status %u (%u bytes), slot %d due", rs.slot, rs.status,
+                 wc->byte_len, s);
+        return false;
+    }
+    if (wc->byte_len == w->size && memcmp(ans, w->lbuf + (size_t)s * w->size, w->size) == 0) {
+        w->answered_bytes += w->size;
+        return true;
+    }
+    snprintf(w->note, sizeof(w->note), "the answer to slot %d differs from what was sent", s);
+    return false;
 }
 
 /* keeps iodepth operations in flight until limit ops were posted or the deadline passed */
@@ -185,7 +241,10 @@ static int run_loop(struct worker *w, uint64_t limit, uint64_t deadline, bool re
         int ret = next_wcs(w, wc, MAX_WC, &got);
         if (ret) return ret;
         uint64_t now = perf_now_ns();
+        int ndone = 0;
         for (int i = 0; i < got; i++) {
+            if (wc[i].status == IBV_WC_SUCCESS && wc[i].wr_id == CTX_REQ_SEND) continue;
+            ndone++;
             if (wc[i].status != IBV_WC_SUCCESS) {
                 fprintf(stderr,
                         "rpma-perf client: connection %d: %s completion failed with status %d\n",
@@ -198,16 +257,20 @@ static int run_loop(struct worker *w, uint64_t limit, uint64_t deadline, bool re
                 return -1;
             }
             int s = (int)wc[i].wr_id;
+            if (perf_op_answered(w->o->op) && !answer_ok(w, s, &wc[i])) {
+                fprintf(stderr, "rpma-perf client: connection %d: %s\n", w->idx, w->note);
+                return -1;
+            }
             if (record) hist_add(&w->lat, now - w->t_post[s]);
             w->free_slots[w->nfree++] = s;
         }
-        inflight -= got;
+        inflight -= ndone;
         if (record) {
-            w->ops += (uint64_t)got;
-            w->bytes += (uint64_t)got * w->size;
+            w->ops += (uint64_t)ndone;
+            w->bytes += (uint64_t)ndone * w->size;
             atomic_store_explicit(&w->done, w->ops, memory_order_relaxed);
         } else {
-            w->warm_ops += (uint64_t)got;
+            w->warm_ops += (uint64_t)ndone;
         }
         if (deadline && now >= deadline) stop_posting = true;
         if (atomic_load_explicit(&g_abort, memory_order_relaxed)) stop_posting = true;
@@ -267,7 +330,7 @@ static void verify(struct worker *w) {
             w->verified_bytes += w->size;
         }
     }
-    if ((o->op == OP_SEND || o->op == OP_WRITE_IMM) && w->stats_ok) {
+    if ((o->op == OP_SEND || o->op == OP_WRITE_IMM || perf_op_answered(o->op)) && w->stats_ok) {
         uint64_t sent = w->warm_ops + w->ops;
         if (w->stats.data_msgs != sent) {
             snprintf(w->note, sizeof(w->note), "server received %llu messages, client sent %llu",
@@ -276,6 +339,7 @@ static void verify(struct worker *w) {
             return;
         }
         if (o->op == OP_SEND) w->verified_bytes += w->stats.data_bytes;
+        if (o->op == OP_SEND_RECV) w->verified_bytes += w->answered_bytes;
     }
 }
 
@@ -284,6 +348,11 @@ static int send_ctl(struct worker *w, uint32_t imm) {
                                  (void *)(uintptr_t)CTX_CTL_SEND);
     if (ret) return cl_err(w, "rpma_send_with_imm(ctl)", ret);
     return wait_ctx(w, CTX_CTL_SEND, NULL);
+}
+
+static int post_stats_recv(struct worker *w) {
+    int ret = rpma_recv(w->conn, w->cmr, 0, sizeof(*w->cbuf), (void *)(uintptr_t)CTX_CTL_RECV);
+    return ret ? cl_err(w, "rpma_recv(stats)", ret) : 0;
 }
 
 static void *worker_main(void *arg) {
@@ -296,10 +365,8 @@ static void *worker_main(void *arg) {
         memset(w->vbuf, 0, (size_t)w->rslots * w->size);
         ret = bulk(w, true);
     }
-    if (!ret) {
-        ret = rpma_recv(w->conn, w->cmr, 0, sizeof(*w->cbuf), (void *)(uintptr_t)CTX_CTL_RECV);
-        if (ret) cl_err(w, "rpma_recv(stats)", ret);
-    }
+    /* receives complete in order: with answers due, the stats one is posted after the run */
+    if (!ret && !perf_op_answered(o->op)) ret = post_stats_recv(w);
     if (!ret) ret = send_ctl(w, PERF_CTL_START);
     if (!ret) {
         uint64_t warm = (uint64_t)(2 * w->slots < 16 ? 16 : 2 * w->slots);
@@ -319,6 +386,10 @@ static void *worker_main(void *arg) {
     if (atomic_fetch_add(&g_finished, 1) == o->conns - 1) perf_cpu_ns(&g_cpu_u1, &g_cpu_s1);
     if (w->err) return NULL;
 
+    if (perf_op_answered(o->op) && (ret = post_stats_recv(w))) {
+        w->err = ret;
+        return NULL;
+    }
     if ((ret = send_ctl(w, PERF_CTL_STOP))) {
         w->err = ret;
         return NULL;
@@ -372,13 +443,25 @@ static int worker_setup(struct worker *w, struct rpma_peer *peer, const struct r
         return cl_err(w, "rpma_mr_reg(data)", ret);
     if ((ret = rpma_mr_reg(peer, w->cbuf, sizeof(*w->cbuf), RPMA_MR_USAGE_RECV, &w->cmr)))
         return cl_err(w, "rpma_mr_reg(ctl)", ret);
+    if (perf_op_answered(o->op)) {
+        w->asize = o->op == OP_SEND_RECV ? (w->size + 63) & ~(size_t)63 : PERF_ANSWER_SLOT;
+        size_t msize = (size_t)w->slots * (PERF_ANSWER_SLOT + w->asize);
+        if (!(w->mbuf = alloc_zero(msize))) {
+            fprintf(stderr, "rpma-perf client: out of memory\n");
+            return -1;
+        }
+        if ((ret = rpma_mr_reg(peer, w->mbuf, msize, RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV,
+                               &w->mmr)))
+            return cl_err(w, "rpma_mr_reg(messages)", ret);
+    }
 
     struct perf_hello hello = {.magic = PERF_HELLO_MAGIC,
                                .op = (uint32_t)o->op,
                                .msg_size = (uint32_t)w->size,
-                               .depth = (uint32_t)w->slots};
-    if ((ret = perf_connect(peer, o->addr, o->port, cfg, &hello, "client", w->idx, &w->conn,
-                            &w->cq, &w->rmr)))
+                               .depth = (uint32_t)w->slots,
+                               .flags = o->server_poll ? PERF_HELLO_SERVER_POLL : 0};
+    if ((ret = perf_connect(peer, o->addr, o->port, cfg, &hello, "client", w->idx, &w->conn, &w->cq,
+                            &w->rmr)))
         return ret;
 
     /* each connection owns a disjoint window of the region */
@@ -425,6 +508,8 @@ static void worker_teardown(struct worker *w) {
     if (w->lmr) rpma_mr_dereg(&w->lmr);
     if (w->vmr) rpma_mr_dereg(&w->vmr);
     if (w->cmr) rpma_mr_dereg(&w->cmr);
+    if (w->mmr) rpma_mr_dereg(&w->mmr);
+    free(w->mbuf);
     free(w->lbuf);
     free(w->vbuf);
     free(w->cbuf);
@@ -488,10 +573,11 @@ int perf_client(const struct client_opts *o, struct client_result *r) {
         cl_err(NULL, "rpma_peer_new", ret);
         goto out;
     }
-    uint32_t q = (uint32_t)(2 * o->iodepth + 8);
+    uint32_t q = (uint32_t)(2 * o->iodepth + (perf_op_answered(o->op) ? ANSWERED_SQ_SPARE : 8));
     if ((ret = rpma_conn_cfg_new(&cfg)) || (ret = rpma_conn_cfg_set_sq_size(cfg, q)) ||
         (ret = rpma_conn_cfg_set_cq_size(cfg, q + 8)) ||
-        (ret = rpma_conn_cfg_set_rq_size(cfg, 4)) ||
+        /* gpspm, send-recv: a receive per operation in flight for its answer */
+        (ret = rpma_conn_cfg_set_rq_size(cfg, perf_op_answered(o->op) ? q : 4)) ||
         (ret = rpma_conn_cfg_set_timeout(cfg, PERF_EVENT_MS))) {
         cl_err(NULL, "conn cfg", ret);
         goto out;

@@ -26,13 +26,16 @@ static void usage(FILE *f) {
             "usage:\n"
             "  rpma-perf server [--addr A] [--port P] [--size BYTES] [--pmem FILE]\n"
             "  rpma-perf client --addr A [--port P] --op OP [--size N] [--iodepth D]\n"
-            "                   [--connections N] [--time S | --count N] [--busy-poll] [--json]\n"
+            "                   [--connections N] [--time S | --count N] [--busy-poll]\n"
+            "                   [--server-mode wait|poll] [--json]\n"
             "  rpma-perf loopback [client options, --addr defaults to 127.0.0.1]\n"
             "  rpma-perf tour [--time S] [--json]\n"
             "  rpma-perf soak [--addr A] [--port P] [--time S] [--connections N] [--iodepth D]\n"
             "                 [--size MAX] [--window BYTES] [--interval S] [--seed X]\n"
             "\n"
-            "OP: read, write, write-flush, write-flush-persistent, atomic-write, send, write-imm\n"
+            "OP: read, write, write-flush, write-flush-persistent, atomic-write, send, write-imm,\n"
+            "    gpspm (a write, then a flush request by send that the server's thread answers),\n"
+            "    send-recv (a send that the server's thread answers with the same bytes)\n"
             "  --size N         bytes per operation (default 4096; atomic-write is always 8);\n"
             "                   for server: region size (default %u MiB)\n"
             "  --iodepth D      operations in flight per connection (default 1, max %d)\n"
@@ -40,6 +43,8 @@ static void usage(FILE *f) {
             "  --time S         run S seconds (default 5)\n"
             "  --count N        run N operations per connection instead\n"
             "  --busy-poll      spin on rpma_cq_get_wc instead of sleeping in rpma_cq_wait\n"
+            "  --server-mode M  gpspm, send-recv: the server's thread waits in rpma_cq_wait\n"
+            "                   (wait) or spins on rpma_cq_get_wc (poll); default: as the client\n"
             "  --json           print one JSON object instead of the report\n"
             "  --pmem FILE      server: map FILE (created if needed) instead of anonymous memory\n"
             "soak: mixed writes, reads, flushes and atomic writes of random sizes (up to --size,\n"
@@ -77,6 +82,7 @@ struct cli {
     bool have_op;
     bool have_iodepth;
     bool have_conns;
+    bool have_server_mode;
     double interval_s;
     uint64_t seed;
     uint64_t window;
@@ -98,12 +104,13 @@ static int parse(int argc, char *argv[], struct cli *cli) {
                                          {"interval", required_argument, NULL, 'i'},
                                          {"seed", required_argument, NULL, 'S'},
                                          {"window", required_argument, NULL, 'w'},
+                                         {"server-mode", required_argument, NULL, 'M'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     uint64_t v;
     int ch;
     optind = 2;
-    while ((ch = getopt_long(argc, argv, "a:p:s:f:o:d:c:t:n:bjvhi:S:w:", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "a:p:s:f:o:d:c:t:n:bjvhi:S:w:M:", opts, NULL)) != -1) {
         switch (ch) {
             case 'a':
                 cli->c.addr = cli->s.addr = optarg;
@@ -164,6 +171,15 @@ static int parse(int argc, char *argv[], struct cli *cli) {
                 if (parse_size(optarg, &v) || v < 64) goto bad;
                 cli->window = v;
                 break;
+            case 'M':
+                if (strcmp(optarg, "wait") == 0)
+                    cli->c.server_poll = false;
+                else if (strcmp(optarg, "poll") == 0)
+                    cli->c.server_poll = true;
+                else
+                    goto bad;
+                cli->have_server_mode = true;
+                break;
             case 'h':
                 usage(stdout);
                 exit(0);
@@ -184,6 +200,7 @@ static int parse(int argc, char *argv[], struct cli *cli) {
                 : ch == 'i' ? "interval"
                 : ch == 'S' ? "seed"
                 : ch == 'w' ? "window"
+                : ch == 'M' ? "server-mode"
                             : "count",
                 optarg);
         return -1;
@@ -206,6 +223,7 @@ static int check_client(struct cli *cli) {
         return -1;
     }
     if (c->time_s <= 0 && !c->count) c->time_s = 5;
+    if (!cli->have_server_mode) c->server_poll = c->busy_poll;
     if (c->op == OP_ATOMIC_WRITE) {
         if (cli->have_size && c->size != 8)
             fprintf(stderr, "rpma-perf: atomic-write always moves 8 bytes; ignoring --size\n");
@@ -256,9 +274,13 @@ static void print_human(const struct client_opts *o, const struct client_result 
     fmt_ns(p999, sizeof(p999), hist_pct(&r->lat, 99.9));
     fmt_ns(mx, sizeof(mx), r->lat.max_ns);
     fmt_ns(mean, sizeof(mean), r->lat.count ? r->lat.sum_ns / r->lat.count : 0);
-    printf("rpma-perf %s: %s %s, iodepth %d, %d connection%s, %s, %s:%s\n", mode,
+    printf("rpma-perf %s: %s %s, iodepth %d, %d connection%s, %s%s, %s:%s\n", mode,
            perf_op_name(o->op), sz, o->iodepth, o->conns, o->conns == 1 ? "" : "s",
-           o->busy_poll ? "busy-poll" : "blocking", o->addr, o->port);
+           o->busy_poll ? "busy-poll" : "blocking",
+           !perf_op_answered(o->op) ? ""
+           : o->server_poll         ? ", server busy-polls"
+                                    : ", server waits",
+           o->addr, o->port);
     printf("  operations  %llu in %.3f s\n", (unsigned long long)r->ops, r->seconds);
     printf("  bandwidth   %s (%.1f MB/s)\n", bw, (double)r->bytes / secs / 1e6);
     printf("  IOPS        %.0f\n", (double)r->ops / secs);
@@ -283,14 +305,16 @@ static void print_json_obj(FILE *f, const struct client_opts *o, const struct cl
     double secs = r->seconds > 0 ? r->seconds : 1e-9;
     fprintf(f,
             "{\"mode\":\"%s\",\"op\":\"%s\",\"addr\":\"%s\",\"port\":\"%s\",\"size\":%zu,"
-            "\"iodepth\":%d,\"connections\":%d,\"busy_poll\":%s,\"ops\":%llu,\"bytes\":%llu,"
+            "\"iodepth\":%d,\"connections\":%d,\"busy_poll\":%s,\"server_busy_poll\":%s,"
+            "\"ops\":%llu,\"bytes\":%llu,"
             "\"seconds\":%.6f,\"bw_bytes_per_s\":%.1f,\"bw_MiB_per_s\":%.3f,\"iops\":%.1f,"
             "\"lat_us\":{\"min\":%.3f,\"mean\":%.3f,\"p50\":%.3f,\"p99\":%.3f,\"p999\":%.3f,"
             "\"max\":%.3f},\"client_cpu_s\":%.4f,",
             mode, perf_op_name(o->op), o->addr, o->port, o->size, o->iodepth, o->conns,
-            o->busy_poll ? "true" : "false", (unsigned long long)r->ops,
-            (unsigned long long)r->bytes, r->seconds, (double)r->bytes / secs,
-            (double)r->bytes / secs / (1 << 20), (double)r->ops / secs,
+            o->busy_poll ? "true" : "false",
+            perf_op_answered(o->op) ? (o->server_poll ? "true" : "false") : "null",
+            (unsigned long long)r->ops, (unsigned long long)r->bytes, r->seconds,
+            (double)r->bytes / secs, (double)r->bytes / secs / (1 << 20), (double)r->ops / secs,
             r->lat.count ? (double)r->lat.min_ns / 1e3 : 0.0,
             r->lat.count ? (double)r->lat.sum_ns / (double)r->lat.count / 1e3 : 0.0,
             (double)hist_pct(&r->lat, 50) / 1e3, (double)hist_pct(&r->lat, 99) / 1e3,

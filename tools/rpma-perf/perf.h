@@ -31,8 +31,15 @@ enum perf_op {
     OP_ATOMIC_WRITE,
     OP_SEND,
     OP_WRITE_IMM,
+    OP_GPSPM,     /* write, then a flush request by send; the server's thread answers by send */
+    OP_SEND_RECV, /* send, the server's thread answers with the same bytes: a round trip */
     OP__COUNT
 };
+
+/* the server's application thread handles each message and answers it (GPSPM-style) */
+static inline bool perf_op_answered(enum perf_op op) {
+    return op == OP_GPSPM || op == OP_SEND_RECV;
+}
 
 const char *perf_op_name(enum perf_op op);
 int perf_op_parse(const char *s, enum perf_op *op);
@@ -46,7 +53,22 @@ struct perf_hello {
     uint32_t op;
     uint32_t msg_size; /* bytes per send, for the server's receive buffers */
     uint32_t depth;    /* sends the client may have in flight */
+    uint32_t flags;    /* PERF_HELLO_*; absent (0) from clients before it was added */
 };
+/* the server's thread busy-polls rpma_cq_get_wc instead of waiting in rpma_cq_wait */
+#define PERF_HELLO_SERVER_POLL 0x1u
+
+/* gpspm: the flush request (client -> server) and its answer (server -> client) */
+struct perf_flush_req {
+    uint64_t offset; /* in the server's region */
+    uint32_t length;
+    uint32_t slot; /* echoed in the answer */
+};
+struct perf_flush_resp {
+    uint32_t slot;
+    uint32_t status; /* 0: persisted */
+};
+#define PERF_ANSWER_SLOT 64 /* client bytes per gpspm request and per answer */
 
 /* server -> client in accept private data: two sizes, then the descriptors */
 struct perf_welcome {
@@ -115,7 +137,8 @@ struct client_opts {
     double time_s;  /* > 0: run this long */
     uint64_t count; /* > 0: ops per connection */
     bool busy_poll;
-    bool progress; /* live progress line on stderr */
+    bool server_poll; /* gpspm, send-recv: the server's thread busy-polls (default: busy_poll) */
+    bool progress;    /* live progress line on stderr */
 };
 
 struct client_result {

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,19 @@ struct session {
     int slots;
     struct rpma_mr_local *smr; /* the stats answer */
     struct perf_stats *stats;
+    enum perf_op op;
+    bool poll;                 /* gpspm, send-recv: busy-poll rather than wait */
+    struct rpma_mr_local *amr; /* gpspm, send-recv: an answer per receive slot */
+    char *abuf;
+    uint64_t nanswers;
+};
+/* every so many answers is signaled, so that the unsignaled ones are reclaimed */
+#define SRV_ANSWER_SIGNAL 8
+
+/* what a session counts between the client's START and STOP */
+struct tally {
+    bool started;
+    uint64_t u0, s0, t0, msgs, bytes;
 };
 
 static int srv_err(int id, const char *call, int ret) {
@@ -58,7 +72,9 @@ static void session_free(struct session *s) {
     pthread_mutex_lock(&g_api_lock);
     if (s->rmr) rpma_mr_dereg(&s->rmr);
     if (s->smr) rpma_mr_dereg(&s->smr);
+    if (s->amr) rpma_mr_dereg(&s->amr);
     pthread_mutex_unlock(&g_api_lock);
+    free(s->abuf);
     free(s->rbuf);
     free(s->stats);
     free(s);
@@ -82,12 +98,125 @@ static enum rpma_conn_event wait_event(struct rpma_conn *conn, int timeout_ms) {
     return RPMA_CONN_UNDEFINED;
 }
 
+/* gpspm, send-recv: the application's work on a request, then the receive re-posted, then the
+ * answer sent: gpspm "persists" the range (a fence: the region is DRAM or a shared file mapping,
+ * so there is no cache line to flush that a pmem library would) and answers with its slot;
+ * send-recv answers with the bytes it got */
+static int answer(struct session *s, uintptr_t slot, const struct ibv_wc *wc) {
+    const char *in = s->rbuf + slot * s->slot_size;
+    char *out = s->abuf + slot * s->slot_size;
+    size_t n = wc->byte_len;
+    if (s->op == OP_GPSPM) {
+        struct perf_flush_req rq = {0};
+        memcpy(&rq, in, n < sizeof(rq) ? n : sizeof(rq));
+        atomic_thread_fence(memory_order_seq_cst);
+        struct perf_flush_resp rs = {.slot = rq.slot, .status = n == sizeof(rq) ? 0 : 1};
+        memcpy(out, &rs, sizeof(rs));
+        n = sizeof(rs);
+    } else {
+        memcpy(out, in, n);
+    }
+    int ret = rpma_recv(s->conn, s->rmr, slot * s->slot_size, s->slot_size, (void *)slot);
+    if (ret && ret != RPMA_E_PROVIDER) srv_err(s->id, "rpma_recv", ret);
+    int flags = s->nanswers++ % SRV_ANSWER_SIGNAL == 0 ? RPMA_F_COMPLETION_ALWAYS
+                                                       : RPMA_F_COMPLETION_ON_ERROR;
+    ret = rpma_send(s->conn, s->amr, slot * s->slot_size, n, flags, NULL);
+    if (ret && ret != RPMA_E_PROVIDER) srv_err(s->id, "rpma_send(answer)", ret);
+    return ret;
+}
+
+/* one completion; 1 when it was the client's STOP, -1 when it failed, else 0 */
+static int handle_wc(struct session *s, struct tally *t, const struct ibv_wc *wc) {
+    if (wc->status != IBV_WC_SUCCESS) {
+        /* the client went away mid-run: its event follows */
+        if (s->verbose)
+            fprintf(stderr, "rpma-perf server: session %d: completion status %d\n", s->id,
+                    (int)wc->status);
+        return -1;
+    }
+    if (wc->opcode == IBV_WC_SEND) return 0; /* our stats answer went out */
+    uintptr_t slot = (uintptr_t)wc->wr_id;
+    bool imm = (wc->wc_flags & IBV_WC_WITH_IMM) != 0;
+    uint32_t v = imm ? ntohl(wc->imm_data) : 0;
+    int rc = 0, ret;
+    if (wc->opcode == IBV_WC_RECV && imm && v == PERF_CTL_START) {
+        perf_cpu_ns(&t->u0, &t->s0);
+        t->t0 = perf_now_ns();
+        t->msgs = t->bytes = 0;
+        t->started = true;
+    } else if (wc->opcode == IBV_WC_RECV && imm && v == PERF_CTL_STOP) {
+        uint64_t u1, s1;
+        perf_cpu_ns(&u1, &s1);
+        uint64_t t1 = perf_now_ns();
+        struct perf_stats st = {
+            .magic = PERF_STATS_MAGIC,
+            .cpu_user_ns = t->started ? u1 - t->u0 : 0,
+            .cpu_sys_ns = t->started ? s1 - t->s0 : 0,
+            .wall_ns = t->started ? t1 - t->t0 : 0,
+            .data_msgs = t->msgs,
+            .data_bytes = t->bytes,
+        };
+        *s->stats = st;
+        ret = rpma_send(s->conn, s->smr, 0, sizeof(st), RPMA_F_COMPLETION_ALWAYS, NULL);
+        if (ret) srv_err(s->id, "rpma_send(stats)", ret);
+        if (s->verbose)
+            printf("session %d: %llu messages, %.3f s, server CPU %.3f s\n", s->id,
+                   (unsigned long long)t->msgs, (double)st.wall_ns / 1e9,
+                   (double)(st.cpu_user_ns + st.cpu_sys_ns) / 1e9);
+        rc = 1;
+    } else {
+        t->msgs++;
+        t->bytes += wc->byte_len;
+        if (wc->opcode == IBV_WC_RECV && perf_op_answered(s->op)) {
+            answer(s, slot, wc);
+            return 0;
+        }
+    }
+    ret = rpma_recv(s->conn, s->rmr, slot * s->slot_size, s->slot_size, (void *)slot);
+    if (ret && ret != RPMA_E_PROVIDER) srv_err(s->id, "rpma_recv", ret);
+    return rc;
+}
+
+/* gpspm, send-recv until the client's STOP: the session thread gets its receives as an
+ * application would, waiting in rpma_cq_wait or spinning on rpma_cq_get_wc, and answers each;
+ * the poll loop takes over for the rest (the stats answer's completion, the close) */
+static void answer_loop(struct session *s, struct rpma_cq *cq, struct tally *t) {
+    struct ibv_wc wc[32];
+    unsigned spins = 0;
+    while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
+        int got = 0;
+        int ret = rpma_cq_get_wc(cq, 32, wc, &got);
+        if (ret == RPMA_E_NO_COMPLETION) {
+            if (s->poll) {
+                if ((++spins & 1023) == 0 && atomic_load(&g_stop)) return;
+                continue;
+            }
+            ret = rpma_cq_wait(cq);
+            if (ret && ret != RPMA_E_NO_COMPLETION) {
+                srv_err(s->id, "rpma_cq_wait", ret);
+                return;
+            }
+            continue;
+        }
+        if (ret) {
+            srv_err(s->id, "rpma_cq_get_wc", ret);
+            return;
+        }
+        int end = 0;
+        for (int i = 0; i < got; i++) {
+            int r = handle_wc(s, t, &wc[i]);
+            if (r) end = r;
+        }
+        if (end) return;
+    }
+}
+
 static void *session_main(void *arg) {
     struct session *s = arg;
     struct rpma_cq *cq = NULL;
     int cq_fd = -1, ev_fd = -1, ret;
-    bool closed = false, started = false;
-    uint64_t u0 = 0, s0 = 0, t0 = 0, msgs = 0, bytes = 0;
+    bool closed = false;
+    struct tally t = {0};
 
     if (wait_event(s->conn, PERF_EVENT_MS) != RPMA_CONN_ESTABLISHED) {
         fprintf(stderr, "rpma-perf server: session %d: not established\n", s->id);
@@ -105,6 +234,7 @@ static void *session_main(void *arg) {
             srv_err(s->id, "rpma_recv", ret);
             goto out;
         }
+    if (perf_op_answered(s->op)) answer_loop(s, cq, &t);
 
     while (!closed && !atomic_load(&g_stop)) {
         struct pollfd p[2] = {{.fd = cq_fd, .events = POLLIN}, {.fd = ev_fd, .events = POLLIN}};
@@ -119,53 +249,8 @@ static void *session_main(void *arg) {
             }
             struct ibv_wc wc[32];
             int got = 0;
-            while ((ret = rpma_cq_get_wc(cq, 32, wc, &got)) == 0) {
-                for (int i = 0; i < got; i++) {
-                    if (wc[i].status != IBV_WC_SUCCESS) {
-                        /* the client went away mid-run: its event follows */
-                        if (s->verbose)
-                            fprintf(stderr, "rpma-perf server: session %d: completion status %d\n",
-                                    s->id, (int)wc[i].status);
-                        continue;
-                    }
-                    if (wc[i].opcode == IBV_WC_SEND) continue; /* our stats answer went out */
-                    uintptr_t slot = (uintptr_t)wc[i].wr_id;
-                    bool imm = (wc[i].wc_flags & IBV_WC_WITH_IMM) != 0;
-                    uint32_t v = imm ? ntohl(wc[i].imm_data) : 0;
-                    if (wc[i].opcode == IBV_WC_RECV && imm && v == PERF_CTL_START) {
-                        perf_cpu_ns(&u0, &s0);
-                        t0 = perf_now_ns();
-                        msgs = bytes = 0;
-                        started = true;
-                    } else if (wc[i].opcode == IBV_WC_RECV && imm && v == PERF_CTL_STOP) {
-                        uint64_t u1, s1;
-                        perf_cpu_ns(&u1, &s1);
-                        uint64_t t1 = perf_now_ns();
-                        struct perf_stats st = {
-                            .magic = PERF_STATS_MAGIC,
-                            .cpu_user_ns = started ? u1 - u0 : 0,
-                            .cpu_sys_ns = started ? s1 - s0 : 0,
-                            .wall_ns = started ? t1 - t0 : 0,
-                            .data_msgs = msgs,
-                            .data_bytes = bytes,
-                        };
-                        *s->stats = st;
-                        ret = rpma_send(s->conn, s->smr, 0, sizeof(st), RPMA_F_COMPLETION_ALWAYS,
-                                        NULL);
-                        if (ret) srv_err(s->id, "rpma_send(stats)", ret);
-                        if (s->verbose)
-                            printf("session %d: %llu messages, %.3f s, server CPU %.3f s\n", s->id,
-                                   (unsigned long long)msgs, (double)st.wall_ns / 1e9,
-                                   (double)(st.cpu_user_ns + st.cpu_sys_ns) / 1e9);
-                    } else {
-                        msgs++;
-                        bytes += wc[i].byte_len;
-                    }
-                    ret =
-                        rpma_recv(s->conn, s->rmr, slot * s->slot_size, s->slot_size, (void *)slot);
-                    if (ret && ret != RPMA_E_PROVIDER) srv_err(s->id, "rpma_recv", ret);
-                }
-            }
+            while ((ret = rpma_cq_get_wc(cq, 32, wc, &got)) == 0)
+                for (int i = 0; i < got; i++) handle_wc(s, &t, &wc[i]);
             if (ret != RPMA_E_NO_COMPLETION) {
                 srv_err(s->id, "rpma_cq_get_wc", ret);
                 break;
@@ -202,7 +287,9 @@ static void accept_one(struct server_ctx *c, struct rpma_conn_req *req) {
     struct rpma_conn_private_data pd = {0};
     struct perf_hello hello = {0};
     int ret = rpma_conn_req_get_private_data(req, &pd);
-    if (ret == 0 && pd.ptr && pd.len >= sizeof(hello)) memcpy(&hello, pd.ptr, sizeof(hello));
+    /* clients from before the flags field send a shorter hello: its flags stay 0 */
+    if (ret == 0 && pd.ptr && pd.len >= offsetof(struct perf_hello, flags))
+        memcpy(&hello, pd.ptr, pd.len < sizeof(hello) ? pd.len : sizeof(hello));
     if (hello.magic != PERF_HELLO_MAGIC || hello.op >= OP__COUNT) {
         fprintf(stderr, "rpma-perf server: rejecting a client that is not rpma-perf\n");
         rpma_conn_req_delete(&req);
@@ -216,11 +303,14 @@ static void accept_one(struct server_ctx *c, struct rpma_conn_req *req) {
     s->id = ++c->next_id;
     s->verbose = c->o->verbose;
     int depth = hello.depth < SRV_RQ_MAX ? (int)hello.depth : SRV_RQ_MAX;
-    bool data_recv = hello.op == OP_SEND || hello.op == OP_WRITE_IMM;
+    s->op = (enum perf_op)hello.op;
+    s->poll = (hello.flags & PERF_HELLO_SERVER_POLL) != 0;
+    bool data_recv = hello.op == OP_SEND || hello.op == OP_WRITE_IMM || perf_op_answered(s->op);
     s->slots = SRV_CTL_SLOTS + (data_recv ? depth : 0);
     if (s->slots > SRV_RQ_MAX) s->slots = SRV_RQ_MAX;
     s->slot_size = SRV_MIN_SLOT;
-    if (hello.op == OP_SEND && hello.msg_size > s->slot_size) s->slot_size = hello.msg_size;
+    if ((hello.op == OP_SEND || hello.op == OP_SEND_RECV) && hello.msg_size > s->slot_size)
+        s->slot_size = hello.msg_size;
     if (posix_memalign((void **)&s->rbuf, 4096, s->slot_size * (size_t)s->slots) ||
         posix_memalign((void **)&s->stats, 64, sizeof(*s->stats))) {
         fprintf(stderr, "rpma-perf server: out of memory for session %d\n", s->id);
@@ -228,6 +318,14 @@ static void accept_one(struct server_ctx *c, struct rpma_conn_req *req) {
         session_free(s);
         return;
     }
+    if (perf_op_answered(s->op) &&
+        posix_memalign((void **)&s->abuf, 4096, s->slot_size * (size_t)s->slots)) {
+        fprintf(stderr, "rpma-perf server: out of memory for session %d\n", s->id);
+        rpma_conn_req_delete(&req);
+        session_free(s);
+        return;
+    }
+    if (s->abuf) memset(s->abuf, 0, s->slot_size * (size_t)s->slots);
     memset(s->rbuf, 0, s->slot_size * (size_t)s->slots);
     memset(s->stats, 0, sizeof(*s->stats));
     pthread_mutex_lock(&g_api_lock);
@@ -235,6 +333,9 @@ static void accept_one(struct server_ctx *c, struct rpma_conn_req *req) {
         rpma_mr_reg(c->peer, s->rbuf, s->slot_size * (size_t)s->slots, RPMA_MR_USAGE_RECV, &s->rmr);
     if (ret == 0)
         ret = rpma_mr_reg(c->peer, s->stats, sizeof(*s->stats), RPMA_MR_USAGE_SEND, &s->smr);
+    if (ret == 0 && s->abuf)
+        ret = rpma_mr_reg(c->peer, s->abuf, s->slot_size * (size_t)s->slots, RPMA_MR_USAGE_SEND,
+                          &s->amr);
     pthread_mutex_unlock(&g_api_lock);
     if (ret) {
         srv_err(s->id, "rpma_mr_reg", ret);
@@ -370,7 +471,9 @@ int perf_server(const struct server_opts *o) {
 
     SRV_TRY(rpma_conn_cfg_new(&cfg));
     SRV_TRY(rpma_conn_cfg_set_rq_size(cfg, SRV_RQ_MAX));
-    SRV_TRY(rpma_conn_cfg_set_sq_size(cfg, 16));
+    /* gpspm and send-recv answer every receive, most unsignaled: room for a full receive queue
+     * and the unsignaled answers before a signaled one */
+    SRV_TRY(rpma_conn_cfg_set_sq_size(cfg, SRV_RQ_MAX + 16));
     SRV_TRY(rpma_conn_cfg_set_cq_size(cfg, SRV_RQ_MAX + 16));
 
     int p0 = atoi(o->port), tries = o->port_tries > 0 ? o->port_tries : 1;

@@ -16,7 +16,11 @@ set(RUNS
   "send 512 4 1"
   "send 8 1 1 --busy-poll"
   "write-imm 4096 4 2"
-  "write 8 1 1 --busy-poll")
+  "write 8 1 1 --busy-poll"
+  "gpspm 8 1 1"
+  "gpspm 4096 4 1 --busy-poll --server-mode wait"
+  "send-recv 8 1 1 --server-mode poll"
+  "send-recv 1000 4 2")
 
 set(count 200)
 set(port ${PORT})

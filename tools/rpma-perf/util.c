@@ -18,6 +18,8 @@ static const char *const op_names[OP__COUNT] = {
     [OP_ATOMIC_WRITE] = "atomic-write",
     [OP_SEND] = "send",
     [OP_WRITE_IMM] = "write-imm",
+    [OP_GPSPM] = "gpspm",
+    [OP_SEND_RECV] = "send-recv",
 };
 
 const char *perf_op_name(enum perf_op op) {
