@@ -5,32 +5,58 @@ all over loopback. Each case runs every peer back to back; the whole set is repe
 and the medians are reported. Called by bench/run.sh, which builds the programs first.
 --plot FILE.svg draws the rpma/peer ratios (matplotlib); with --from RESULTS.json it only draws
 the picture of an earlier run:
-    python3 bench/run.py --plot docs/performance.svg --from bench/results.json"""
+    python3 bench/run.py --plot docs/performance.svg --from bench/results.json
+--bin-dir DIR (or RPMA_BENCH_BIN) finds rpma-perf, tcp_peer, fabric_peer and ucx_perftest in DIR
+when --perf, --tcp, --fabric or --ucx are not given (a bench/bundle.sh bundle passes its bin/).
+
+Beside the bandwidth and write+flush cases: gpspm_* (rpma-perf --op gpspm: a write, then a flush
+request by send that the server's application thread answers; the server waits in rpma_cq_wait or
+busy-polls rpma_cq_get_wc as the client does) and sendrecv_* (rpma-perf --op send-recv, the same
+exchange without the write, next to the raw TCP ping-pong). Bandwidth cases also get CPU seconds
+(client + server) per GiB moved."""
 import argparse
 import json
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import time
 
-KiB, MiB = 1 << 10, 1 << 20
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 SIZES = [("4k", 4 * KiB), ("64k", 64 * KiB), ("1m", 1 * MiB)]
 DEPTH = 32
 
-# (case, kind, size, spin); kind: write | read (bandwidth) or lat (8-byte round trip)
+# (case, kind, size, spin); kind: write | read (bandwidth) or one of LAT_KINDS (8-byte round
+# trips: lat = write + flush (APM), gpspm = write + flush request answered by the server's
+# thread, sendrecv = send answered by the server's thread)
+LAT_KINDS = ("lat", "gpspm", "sendrecv")
 CASES = [(f"write_{n}", "write", s, False) for n, s in SIZES] + \
         [(f"read_{n}", "read", s, False) for n, s in SIZES] + \
-        [("lat_blocking", "lat", 8, False), ("lat_busy_poll", "lat", 8, True)]
+        [("lat_blocking", "lat", 8, False), ("lat_busy_poll", "lat", 8, True),
+         ("gpspm_blocking", "gpspm", 8, False), ("gpspm_busy_poll", "gpspm", 8, True),
+         ("sendrecv_blocking", "sendrecv", 8, False), ("sendrecv_busy_poll", "sendrecv", 8, True)]
 
 # (case, peer, relation, value): rpma/peer must satisfy it (>= for bandwidth, <= for latency)
 TARGETS = [("write_64k", "tcp", ">=", 1.0), ("write_64k", "libfabric", ">=", 1.0),
            ("write_1m", "tcp", ">=", 1.0), ("write_1m", "libfabric", ">=", 1.0),
            ("write_4k", "libfabric", ">=", 1.3), ("read_64k", "tcp", ">=", 1.0),
            ("lat_blocking", "tcp", "<=", 1.05), ("lat_busy_poll", "tcp", "<=", 1.2)]
+
+# (case, reference case, relation, value): rpma's median in case / rpma's median in the
+# reference case, both from the same run (issue 10: GPSPM p50 <= 1.1x the APM round trip)
+RELATIVE_TARGETS = [("gpspm_blocking", "lat_blocking", "<=", 1.1),
+                    ("gpspm_busy_poll", "lat_busy_poll", "<=", 1.1)]
+# shown beside them without a target
+RELATIVE_INFO = [("sendrecv_blocking", "lat_blocking"), ("sendrecv_busy_poll", "lat_busy_poll")]
+
+# (case, peer, relation, value): rpma's CPU seconds per GiB / the peer's
+CPU_TARGETS = [("write_64k", "tcp", "<=", 1.2)]
+
+TOOLS = {"perf": "rpma-perf", "tcp": "tcp_peer", "fabric": "fabric_peer", "ucx": "ucx_perftest"}
 
 PEERS = ["rpma", "tcp", "libfabric", "ucx", "rpma_base"]
 
@@ -47,27 +73,40 @@ class Runner:
 
     def run_json(self, cmd, env=None, timeout=None):
         t = timeout or (self.a.time * 4 + 60)
+        c0 = children_cpu()
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=t, env=env)
+        # every process of the command (the forked servers are waited for by their parents)
+        self.proc_cpu_s = children_cpu() - c0
         if p.returncode != 0:
             raise RuntimeError(f"exit {p.returncode}: {p.stderr.strip()[-300:]}")
         return json.loads(p.stdout.strip().splitlines()[-1])
+
+    def cpu_extra(self, j, nbytes):
+        """client + server CPU of the measured run as the tool reports it (None if it reports
+        no server figure), the whole command's CPU (set-up included) and the bytes measured"""
+        cpu = None
+        if j.get("client_cpu_s") is not None and j.get("server_cpu_s") is not None:
+            cpu = j["client_cpu_s"] + j["server_cpu_s"]
+        return {"cpu_s": cpu, "proc_cpu_s": round(self.proc_cpu_s, 4), "bytes": nbytes}
 
     # each returns (metric value, extra dict, command string)
     def rpma(self, kind, size, spin, env=None):
         cmd = [self.a.perf, "loopback", "--port", str(self.next_port()), "--time",
                str(self.a.time), "--json"]
-        if kind == "lat":
-            cmd += ["--op", "write-flush", "--size", str(size), "--iodepth", "1"]
+        if kind in LAT_KINDS:
+            op = {"lat": "write-flush", "gpspm": "gpspm", "sendrecv": "send-recv"}[kind]
+            cmd += ["--op", op, "--size", str(size), "--iodepth", "1"]
         else:
             cmd += ["--op", kind, "--size", str(size), "--iodepth", str(DEPTH)]
-        if spin:
+        if spin:  # gpspm, send-recv: the server's thread spins too (--server-mode follows)
             cmd.append("--busy-poll")
         j = self.run_json(cmd, env=env)
         if not j.get("verified"):
             raise RuntimeError("rpma-perf data check failed")
-        v = j["lat_us"]["p50"] if kind == "lat" else j["bw_bytes_per_s"] / MiB
+        v = j["lat_us"]["p50"] if kind in LAT_KINDS else j["bw_bytes_per_s"] / MiB
         return v, {"client_cpu_s": j["client_cpu_s"], "server_cpu_s": j["server_cpu_s"],
-                   "p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"]}, cmd
+                   "p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"],
+                   **self.cpu_extra(j, j["bytes"])}, cmd
 
     # the same rpma-perf over another build of librpma.so.0 (--baseline-lib): a regression check
     def rpma_base(self, kind, size, spin):
@@ -78,18 +117,21 @@ class Runner:
         return v, extra, [f"LD_LIBRARY_PATH={self.a.baseline_lib}"] + cmd
 
     def tcp(self, kind, size, spin):
-        if kind == "lat":
+        if kind == "gpspm":
+            return None  # no write to place before the message
+        if kind in LAT_KINDS:  # the ping-pong: beside write+flush and send/recv
             cmd = [self.a.tcp, "lat", "--size", str(size)] + (["--spin"] if spin else [])
         else:  # a TCP stream is the reference for both directions
             cmd = [self.a.tcp, "bw", "--size", str(size)]
         cmd += ["--time", str(self.a.time), "--port", str(self.next_port() + 1000)]
         j = self.run_json(cmd)
-        v = j["lat_us"]["p50"] if kind == "lat" else j["bw_bytes_per_s"] / MiB
-        return v, {"client_cpu_s": j["client_cpu_s"], "p99_us": j["lat_us"]["p99"],
-                   "mean_us": j["lat_us"]["mean"]}, cmd
+        v = j["lat_us"]["p50"] if kind in LAT_KINDS else j["bw_bytes_per_s"] / MiB
+        return v, {"client_cpu_s": j["client_cpu_s"], "server_cpu_s": j.get("server_cpu_s"),
+                   "p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"],
+                   **self.cpu_extra(j, j["ops"] * j["size"])}, cmd
 
     def libfabric(self, kind, size, spin):
-        if not self.a.fabric:
+        if not self.a.fabric or kind in ("gpspm", "sendrecv"):
             return None
         if kind == "lat":
             cmd = [self.a.fabric, "lat", "--size", str(size)] + (["--spin"] if spin else [])
@@ -97,27 +139,33 @@ class Runner:
             cmd = [self.a.fabric, kind, "--size", str(size), "--iodepth", str(DEPTH)]
         cmd += ["--time", str(self.a.time), "--port", str(self.next_port() + 2000)]
         j = self.run_json(cmd)
-        v = j["lat_us"]["p50"] if kind == "lat" else j["bw_bytes_per_s"] / MiB
+        v = j["lat_us"]["p50"] if kind in LAT_KINDS else j["bw_bytes_per_s"] / MiB
+        # server_cpu_s is the target's whole CPU time (wait4), its set-up included
         return v, {"client_cpu_s": j["client_cpu_s"], "server_cpu_s": j["server_cpu_s"],
-                   "p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"]}, cmd
+                   "p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"],
+                   **self.cpu_extra(j, j["ops"] * j["size"])}, cmd
 
     def ucx(self, kind, size, spin):
-        if not self.a.ucx:
+        if not self.a.ucx or kind == "gpspm":
             return None
-        if kind == "lat" and not spin:
+        if kind in LAT_KINDS and not spin:
             return None  # ucx_perftest always polls its worker: no blocking latency test
-        test = {"write": "ucp_put_bw", "read": "ucp_get", "lat": "ucp_put_lat"}[kind]
+        test = {"write": "ucp_put_bw", "read": "ucp_get", "lat": "ucp_put_lat",
+                "sendrecv": "tag_lat"}[kind]
         # iteration counts aimed at about --time seconds at the rates seen on loopback
-        rate = {"write": 400e6 / size + 2000, "read": 25e6 / size + 100, "lat": 10000}[kind]
+        rate = {"write": 400e6 / size + 2000, "read": 25e6 / size + 100, "lat": 10000,
+                "sendrecv": 10000}[kind]
         n = max(200, int(rate * self.a.time))
+        warm = max(10, n // 10)
         self.ucx_port = 52000 + (self.ucx_port - 52000 + 1) % 400
         env = dict(os.environ, UCX_TLS="tcp", UCX_NET_DEVICES="lo")
+        c0 = children_cpu()
         srv = subprocess.Popen([self.a.ucx, "-p", str(self.ucx_port)], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             time.sleep(0.3)
             cmd = [self.a.ucx, "127.0.0.1", "-p", str(self.ucx_port), "-t", test, "-s",
-                   str(size), "-n", str(n), "-w", str(max(10, n // 10))]
+                   str(size), "-n", str(n), "-w", str(warm)]
             p = subprocess.run(cmd, capture_output=True, text=True, env=env,
                                timeout=self.a.time * 10 + 60)
             final = [l for l in p.stdout.splitlines() if l.startswith("Final:")]
@@ -126,19 +174,49 @@ class Runner:
                                    f"{(p.stderr or p.stdout).strip()[-300:]}")
             f = final[0].split()
             # Final: iters p50 avg overall bw_avg bw_overall rate_avg rate_overall (bw in MiB/s)
-            if kind == "lat":
-                v = 2 * float(f[2])  # put_lat reports half the round trip
+            if kind in LAT_KINDS:
+                v = 2 * float(f[2])  # put_lat and tag_lat report half the round trip
                 extra = {"one_way_p50_us": float(f[2])}
             else:
                 v = float(f[6])
                 extra = {"iterations": n}
-            return v, extra, ["UCX_TLS=tcp"] + cmd
         finally:
             try:
                 srv.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 srv.kill()
                 srv.wait()
+        if kind not in LAT_KINDS:
+            # ucx_perftest reports no CPU time: both processes' whole CPU (set-up and warm-up
+            # included) over the bytes of every iteration, warm-up included
+            extra.update({"cpu_s": None, "proc_cpu_s": round(children_cpu() - c0, 4),
+                          "bytes": (n + warm) * size})
+        return v, extra, ["UCX_TLS=tcp"] + cmd
+
+
+def children_cpu():
+    """user + system seconds of every child process waited for so far"""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def cpu_per_gib(extra):
+    """CPU seconds (client + server) per GiB moved: the tools' in-run figures where they report
+    both sides, else the whole commands' CPU (method 'process')"""
+    if not extra.get("bytes"):
+        return None, None
+    if extra.get("cpu_s") is not None:
+        return extra["cpu_s"] / (extra["bytes"] / GiB), "run"
+    if extra.get("proc_cpu_s") is not None:
+        return extra["proc_cpu_s"] / (extra["bytes"] / GiB), "process"
+    return None, None
+
+
+def cpu_method_of(out, case, peer):
+    for c in out["cases"]:
+        if c["case"] == case:
+            return (c.get("cpu_method") or {}).get(peer)
+    return None
 
 
 def machine():
@@ -158,7 +236,7 @@ def machine():
 def fmt(v, kind):
     if v is None:
         return "-"
-    return f"{v:.1f} us" if kind == "lat" else f"{v:.0f} MiB/s"
+    return f"{v:.1f} us" if kind in LAT_KINDS else f"{v:.0f} MiB/s"
 
 
 PEER_LABELS = {"tcp": "raw TCP", "libfabric": "libfabric (tcp provider)",
@@ -167,8 +245,9 @@ PEER_COLOURS = {"tcp": "#4c72b0", "libfabric": "#dd8452", "ucx": "#55a868", "rpm
 
 
 def case_label(c):
-    if c["kind"] == "lat":
-        return "write+flush 8 B\n" + ("busy-poll" if c["busy_poll"] else "blocking")
+    if c["kind"] in LAT_KINDS:
+        name = {"lat": "write+flush", "gpspm": "GPSPM", "sendrecv": "send/recv"}[c["kind"]]
+        return f"{name} 8 B\n" + ("busy-poll" if c["busy_poll"] else "blocking")
     size = c["size"]
     unit = f"{size // MiB} MiB" if size >= MiB else f"{size // KiB} KiB"
     return f"{c['kind']} {unit}"
@@ -189,10 +268,12 @@ def plot(results, path):
                  "(Debian: python3-matplotlib, see bench/install-deps.sh)")
     plt.rcParams["svg.hashsalt"] = "rpma-bench"  # the same results give the same file
     plt.rcParams["svg.fonttype"] = "none"        # text stays text
-    cases = results["cases"]
+    # only cases with a peer to compare with (gpspm has none)
+    cases = [c for c in results["cases"] if any(v is not None
+                                                 for v in c["ratios_rpma_to"].values())]
     peers = [p for p in PEERS[1:]
              if any(c["ratios_rpma_to"].get(p) is not None for c in cases)]
-    panels = [(k, [c for c in cases if (c["kind"] == "lat") == (k == "lat")])
+    panels = [(k, [c for c in cases if (c["kind"] in LAT_KINDS) == (k == "lat")])
               for k in ("bw", "lat")]
     panels = [(k, cs) for k, cs in panels if cs]
     fig, axes = plt.subplots(1, len(panels), figsize=(12, 5.2), squeeze=False,
@@ -258,10 +339,13 @@ def plot(results, path):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--perf", help="rpma-perf (required unless --from)")
-    ap.add_argument("--tcp", help="bench/tcp_peer (required unless --from)")
-    ap.add_argument("--fabric", default="")
-    ap.add_argument("--ucx", default="")
+    ap.add_argument("--perf", help="rpma-perf (required unless --from or --bin-dir)")
+    ap.add_argument("--tcp", help="bench/tcp_peer (required unless --from or --bin-dir)")
+    ap.add_argument("--fabric", default=None)
+    ap.add_argument("--ucx", default=None)
+    ap.add_argument("--bin-dir", default=os.environ.get("RPMA_BENCH_BIN", ""),
+                    help="where to find rpma-perf, tcp_peer, fabric_peer and ucx_perftest "
+                    "not given by --perf, --tcp, --fabric, --ucx (default: $RPMA_BENCH_BIN)")
     ap.add_argument("--time", type=float, default=3.0)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default="results.json")
@@ -279,8 +363,14 @@ def main():
         with open(a.from_json) as f:
             plot(json.load(f), a.plot)
         return 0
+    for attr, name in TOOLS.items():
+        if getattr(a, attr) is None or (attr in ("perf", "tcp") and not getattr(a, attr)):
+            path = os.path.join(a.bin_dir, name) if a.bin_dir else ""
+            setattr(a, attr, path if path and os.access(path, os.X_OK) else "")
     if not a.perf or not a.tcp:
-        ap.error("--perf and --tcp are required (or --from with --plot)")
+        ap.error("--perf and --tcp are required (or --bin-dir with them, or --from with --plot)")
+    print(f"run.py: rpma-perf {a.perf}, tcp_peer {a.tcp}, fabric_peer {a.fabric or '(none)'}, "
+          f"ucx_perftest {a.ucx or '(none)'}", file=sys.stderr)
     r = Runner(a)
     cases = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")]
     info = machine()
@@ -313,10 +403,33 @@ def main():
 
     out = {"machine": info, "runs": a.runs, "seconds_per_run": a.time,
            "metric": {"write/read": "bandwidth MiB/s (higher is better)",
-                      "lat": "8-byte round trip p50 in us (lower is better)"},
+                      "lat/gpspm/sendrecv": "8-byte round trip p50 in us (lower is better)",
+                      "cpu_s_per_GiB": "client + server CPU seconds per GiB moved (bandwidth "
+                                       "cases; lower is better)"},
            "cases": []}
     rows = []
     for case, kind, size, spin in cases:
+        # CPU per GiB: the median over the runs, and how it was measured
+        cpu, cpu_how = {}, {}
+        for p in PEERS:
+            vals = [cpu_per_gib(e) for e in extras[(case, p)]] if kind not in LAT_KINDS else []
+            vals = [v for v in vals if v[0] is not None]
+            cpu[p] = statistics.median(v[0] for v in vals) if vals else None
+            cpu_how[p] = vals[0][1] if vals else None
+        cpu_ratios = {p: (cpu["rpma"] / cpu[p] if cpu["rpma"] and cpu[p] else None)
+                      for p in PEERS[1:]}
+        cpu_targets = []
+        for tc, tp, rel, val in CPU_TARGETS:
+            if tc != case:
+                continue
+            ratio = cpu_ratios.get(tp)
+            met = None if ratio is None else (ratio >= val if rel == ">=" else ratio <= val)
+            cpu_targets.append({"peer": tp, "ratio": ratio, "relation": rel, "value": val,
+                                "met": met})
+        p99 = {p: (statistics.median(e["p99_us"] for e in extras[(case, p)])
+                   if kind in LAT_KINDS and extras[(case, p)] and
+                   all(e.get("p99_us") is not None for e in extras[(case, p)]) else None)
+               for p in PEERS}
         med = {p: (statistics.median(samples[(case, p)]) if samples[(case, p)] else None)
                for p in PEERS}
         ratios = {p: (med["rpma"] / med[p] if med["rpma"] and med[p] else None)
@@ -331,13 +444,35 @@ def main():
                             "met": met})
         out["cases"].append({
             "case": case, "kind": kind, "size": size, "busy_poll": spin,
-            "iodepth": 1 if kind == "lat" else DEPTH,
+            "iodepth": 1 if kind in LAT_KINDS else DEPTH,
             "median": med, "samples": {p: samples[(case, p)] for p in PEERS},
+            "p99_us": p99 if kind in LAT_KINDS else None,
+            "cpu_s_per_GiB": cpu if kind not in LAT_KINDS else None,
+            "cpu_method": cpu_how if kind not in LAT_KINDS else None,
+            "cpu_ratios_rpma_to": cpu_ratios if kind not in LAT_KINDS else None,
+            "cpu_targets": cpu_targets,
             "details": {p: extras[(case, p)] for p in PEERS},
             "ratios_rpma_to": ratios, "targets": targets,
             "commands": {p: cmds.get((case, p)) for p in PEERS},
             "errors": {p: errors.get((case, p)) for p in PEERS if errors.get((case, p))}})
-        rows.append((case, kind, med, ratios, targets))
+        rows.append((case, kind, med, ratios, targets, p99, cpu, cpu_ratios, cpu_targets))
+
+    # rpma against rpma in the same run: GPSPM (and send/recv) against write+flush (APM)
+    rpma_med = {c["case"]: c["median"]["rpma"] for c in out["cases"]}
+    rpma_p99 = {c["case"]: (c["p99_us"] or {}).get("rpma") for c in out["cases"]}
+    relative = []
+    for tc, rc, rel, val in [t for t in RELATIVE_TARGETS] + \
+            [(tc, rc, None, None) for tc, rc in RELATIVE_INFO]:
+        if tc not in rpma_med or rc not in rpma_med:
+            continue
+        x, y = rpma_med[tc], rpma_med[rc]
+        ratio = x / y if x and y else None
+        met = None if ratio is None or rel is None else \
+            (ratio >= val if rel == ">=" else ratio <= val)
+        relative.append({"case": tc, "reference": rc, "p50_us": x, "reference_p50_us": y,
+                         "p99_us": rpma_p99.get(tc), "reference_p99_us": rpma_p99.get(rc),
+                         "ratio": ratio, "relation": rel, "value": val, "met": met})
+    out["relative_targets"] = relative
 
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
@@ -348,24 +483,66 @@ def main():
     print(f"\nrpma vs peers over loopback: medians of {a.runs} runs of {a.time:g} s, "
           f"{info['cpus']} CPUs ({info['cpu_model']}), load {info['loadavg_start']:.1f} -> "
           f"{info['loadavg_end']:.1f}")
-    print("bandwidth in MiB/s (iodepth 32); latency = p50 of an 8-byte round trip "
-          "(rpma: write + flush)\n")
+    print("bandwidth in MiB/s (iodepth 32); latency = p50 of an 8-byte round trip (rpma lat: "
+          "write + flush; gpspm: write + flush request answered by the server's thread; "
+          "sendrecv: send answered; raw TCP: ping-pong)\n")
     base = bool(a.baseline_lib)
-    hdr = f"| {'case':14s} | {'rpma':>11s} | {'raw TCP':>11s} | {'libfabric':>11s} | " \
+    hdr = f"| {'case':18s} | {'rpma':>11s} | {'raw TCP':>11s} | {'libfabric':>11s} | " \
           f"{'UCX':>11s} | {'/TCP':>6s} | {'/fabric':>7s} | {'/UCX':>6s} | " + \
           (f"{'rpma base':>11s} | {'/base':>6s} | " if base else "") + "target |"
     print(hdr)
     print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
-    for case, kind, med, ratios, targets in rows:
-        tg = ", ".join(f"{t['peer']} {t['relation']}{t['value']:g}: "
-                       f"{'met' if t['met'] else ('MISSED' if t['met'] is False else 'n/a')}"
+    def verdict(t):
+        return "met" if t["met"] else ("MISSED" if t["met"] is False else "n/a")
+    for case, kind, med, ratios, targets, _, _, _, _ in rows:
+        tg = ", ".join(f"{t['peer']} {t['relation']}{t['value']:g}: {verdict(t)}"
                        for t in targets) or ""
-        print(f"| {case:14s} | {fmt(med['rpma'], kind):>11s} | {fmt(med['tcp'], kind):>11s} | "
+        print(f"| {case:18s} | {fmt(med['rpma'], kind):>11s} | {fmt(med['tcp'], kind):>11s} | "
               f"{fmt(med['libfabric'], kind):>11s} | {fmt(med['ucx'], kind):>11s} | "
               f"{rt(ratios['tcp']):>6s} | {rt(ratios['libfabric']):>7s} | "
               f"{rt(ratios['ucx']):>6s} | " +
               (f"{fmt(med['rpma_base'], kind):>11s} | {rt(ratios['rpma_base']):>6s} | "
                if base else "") + tg)
+
+    lat_rows = [r for r in rows if r[1] in LAT_KINDS]
+    if lat_rows:
+        print("\nround trips, p50 / p99 in us (medians over the runs)\n")
+        print(f"| {'case':18s} | {'rpma p50':>8s} | {'rpma p99':>8s} | {'TCP p50':>8s} | "
+              f"{'TCP p99':>8s} | {'p99/TCP':>7s} |")
+        print(f"|{'-' * 20}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 9}|")
+        for case, kind, med, ratios, targets, p99, _, _, _ in lat_rows:
+            def us(x):
+                return "-" if x is None else f"{x:.1f}"
+            r99 = p99["rpma"] / p99["tcp"] if p99["rpma"] and p99["tcp"] else None
+            print(f"| {case:18s} | {us(med['rpma']):>8s} | {us(p99['rpma']):>8s} | "
+                  f"{us(med['tcp']):>8s} | {us(p99['tcp']):>8s} | {rt(r99):>7s} |")
+    if relative:
+        print("\nrpma against its own write+flush (APM) round trip in the same run (p50)\n")
+        print(f"| {'case':18s} | {'p50':>8s} | {'reference':18s} | {'ref p50':>8s} | "
+              f"{'ratio':>6s} | target |")
+        print(f"|{'-' * 20}|{'-' * 10}|{'-' * 20}|{'-' * 10}|{'-' * 8}|--------|")
+        for t in relative:
+            tg = f"{t['relation']}{t['value']:g}: {verdict(t)}" if t["relation"] else ""
+            print(f"| {t['case']:18s} | {fmt(t['p50_us'], 'lat'):>8s} | {t['reference']:18s} | "
+                  f"{fmt(t['reference_p50_us'], 'lat'):>8s} | {rt(t['ratio']):>6s} | {tg}")
+    bw_rows = [r for r in rows if r[1] not in LAT_KINDS]
+    if bw_rows:
+        print("\nCPU seconds (client + server) per GiB moved, medians; "
+              "* = whole processes, set-up included\n")
+        print(f"| {'case':18s} | {'rpma':>7s} | {'raw TCP':>7s} | {'fabric':>7s} | "
+              f"{'UCX':>7s} | {'/TCP':>6s} | {'/fabric':>7s} | target |")
+        print(f"|{'-' * 20}|{'-' * 9}|{'-' * 9}|{'-' * 9}|{'-' * 9}|{'-' * 8}|{'-' * 9}|"
+              "--------|")
+        for case, kind, med, ratios, targets, p99, cpu, cpu_ratios, cpu_targets in bw_rows:
+            def cs(p):
+                if cpu[p] is None:
+                    return "-"
+                return f"{cpu[p]:.2f}" + ("*" if cpu_method_of(out, case, p) == "process" else "")
+            tg = ", ".join(f"{t['peer']} {t['relation']}{t['value']:g}: {verdict(t)}"
+                           for t in cpu_targets)
+            print(f"| {case:18s} | {cs('rpma'):>7s} | {cs('tcp'):>7s} | {cs('libfabric'):>7s} | "
+                  f"{cs('ucx'):>7s} | {rt(cpu_ratios['tcp']):>6s} | "
+                  f"{rt(cpu_ratios['libfabric']):>7s} | {tg}")
     print(f"\nJSON: {a.out}")
     if a.plot:
         plot(out, a.plot)

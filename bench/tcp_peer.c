@@ -9,7 +9,7 @@
  *                                                     server echoes them back
  * --spin makes the client poll recv(MSG_DONTWAIT) instead of blocking in recv; the server blocks
  * either way (as rpma's target side, a progress thread in epoll, does). TCP_NODELAY on both ends.
- * Prints one JSON object.
+ * Prints one JSON object; for bw, server_cpu_s is the server's whole CPU time (user + sys).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -139,7 +139,8 @@ static int client(const struct opts *o) {
     struct bench_lat lat;
     bench_lat_init(&lat);
     uint64_t ops = 0, cpu0 = bench_cpu_ns(), t0 = bench_now_ns();
-    uint64_t deadline = t0 + (uint64_t)(o->time_s * 1e9), t1;
+    uint64_t deadline = t0 + (uint64_t)(o->time_s * 1e9), t1, server_cpu = 0;
+    bool server_cpu_known = false;
     if (o->bw) {
         uint64_t now = t0;
         while (now < deadline) {
@@ -156,6 +157,8 @@ static int client(const struct opts *o) {
                     (unsigned long long)reply[0], (unsigned long long)(ops * o->size));
             return 1;
         }
+        server_cpu = reply[1];
+        server_cpu_known = true;
     } else {
         uint64_t now = t0;
         while (now < deadline) {
@@ -177,7 +180,12 @@ static int client(const struct opts *o) {
         o->bw ? "bw" : "lat", o->size, o->spin ? "true" : "false", (unsigned long long)ops, secs,
         (double)ops * (double)o->size / secs, (double)ops / secs);
     bench_lat_json(stdout, &lat);
-    printf(",\"client_cpu_s\":%.4f}\n", (double)(cpu1 - cpu0) / 1e9);
+    printf(",\"client_cpu_s\":%.4f", (double)(cpu1 - cpu0) / 1e9);
+    /* bw: the server's whole CPU time (it does nothing before the stream but accept) */
+    if (server_cpu_known)
+        printf(",\"server_cpu_s\":%.4f}\n", (double)server_cpu / 1e9);
+    else
+        printf(",\"server_cpu_s\":null}\n");
     free(buf);
     return 0;
 }
