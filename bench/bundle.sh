@@ -41,6 +41,11 @@ for tool in cmake ldd python3; do
     command -v "$tool" >/dev/null || { echo "bundle.sh: $tool is required" >&2; exit 1; }
 done
 
+# DIR is new, empty or an earlier bundle (it has a MANIFEST): nothing else gets overwritten
+if [[ -d $DIR && -n $(ls -A "$DIR") && ! -f $DIR/MANIFEST ]]; then
+    echo "bundle.sh: $DIR is neither empty nor a bundle; give a new or empty directory" >&2
+    exit 1
+fi
 echo "bundle.sh: building in $BUILD (Release)" >&2
 cmake -S "$REPO" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DRPMA_BUILD_TESTS=OFF \
       -DRPMA_BUILD_BENCH=ON >/dev/null
@@ -54,7 +59,7 @@ cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}" >/dev/null
 
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
-rm -rf "$DIR/bin" "$DIR/libexec" "$DIR/lib"
+rm -rf "${DIR:?}/bin" "${DIR:?}/libexec" "${DIR:?}/lib"
 mkdir -p "$DIR/bin" "$DIR/libexec" "$DIR/lib"
 
 progs=("$BUILD/tools/rpma-perf/rpma-perf" "$BUILD/bench/tcp_peer")
@@ -68,7 +73,8 @@ fi
 
 # every library an ELF file loads, as "soname path" lines (ldd resolves the whole tree)
 deps() {
-    ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 } $1 ~ /^\// && $2 ~ /^\(/ { print "LOADER", $1 }'
+    ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }
+                    $1 ~ /^\// && $2 ~ /^\(/ { print "LOADER", $1 }'
 }
 
 declare -A seen=()
@@ -90,7 +96,10 @@ for p in "${progs[@]}"; do
     cp -L "$p" "$DIR/libexec/"
     copy_deps "$p"
 done
-[[ -n ${seen[librpma.so.0]:-} ]] || { echo "bundle.sh: rpma-perf does not load librpma.so.0?" >&2; exit 1; }
+if [[ -z ${seen[librpma.so.0]:-} ]]; then
+    echo "bundle.sh: rpma-perf does not load librpma.so.0?" >&2
+    exit 1
+fi
 
 # plugins loaded with dlopen: UCX modules and libfabric providers, next to their libraries
 if [[ -n ${seen[libucs.so.0]:-} ]]; then
@@ -140,8 +149,10 @@ chmod +x "$DIR/run.sh"
 
 # where each file came from
 {
+    # shellcheck disable=SC1091
+    os=$(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}")
     echo "# bundle of $(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown)" \
-         "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}")"
+         "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $os"
     for name in $(printf '%s\n' "${!seen[@]}" | sort); do
         path=${seen[$name]}
         pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1 || true)
@@ -153,5 +164,5 @@ chmod +x "$DIR/run.sh"
     for p in "${progs[@]}"; do echo "libexec/$(basename "$p") $p"; done
 } > "$DIR/MANIFEST"
 
-echo "bundle.sh: $DIR: $(ls "$DIR/libexec" | tr '\n' ' ')+ ${#seen[@]} libraries," \
+echo "bundle.sh: $DIR: ${#progs[@]} programs, ${#seen[@]} libraries," \
      "$(du -sh "$DIR" | cut -f1); run: $DIR/run.sh --cases write_64k,lat_blocking" >&2

@@ -349,7 +349,8 @@ def main():
     ap.add_argument("--time", type=float, default=3.0)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default="results.json")
-    ap.add_argument("--cases", default="", help="comma-separated subset of cases")
+    ap.add_argument("--cases", default="", help="comma-separated subset of the cases: " +
+                    ", ".join(c[0] for c in CASES))
     ap.add_argument("--baseline-lib", default="",
                     help="a folder with another librpma.so.0: rpma-perf runs over it as well")
     ap.add_argument("--plot", default="", metavar="FILE.svg",
@@ -372,6 +373,10 @@ def main():
     print(f"run.py: rpma-perf {a.perf}, tcp_peer {a.tcp}, fabric_peer {a.fabric or '(none)'}, "
           f"ucx_perftest {a.ucx or '(none)'}", file=sys.stderr)
     r = Runner(a)
+    unknown = set(a.cases.split(",")) - {c[0] for c in CASES} if a.cases else set()
+    if unknown:
+        ap.error(f"unknown case(s) {', '.join(sorted(unknown))}; the cases: " +
+                 ", ".join(c[0] for c in CASES))
     cases = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")]
     info = machine()
     samples = {(c[0], p): [] for c in cases for p in PEERS}
