@@ -48,10 +48,16 @@ TARGETS = [("write_64k", "tcp", ">=", 1.0), ("write_64k", "libfabric", ">=", 1.0
 
 # (case, reference case, relation, value): rpma's median in case / rpma's median in the
 # reference case, both from the same run (issue 10: GPSPM p50 <= 1.1x the APM round trip)
+# and a busy-polling thread never slower than a waiting one
 RELATIVE_TARGETS = [("gpspm_blocking", "lat_blocking", "<=", 1.1),
-                    ("gpspm_busy_poll", "lat_busy_poll", "<=", 1.1)]
+                    ("gpspm_busy_poll", "lat_busy_poll", "<=", 1.1),
+                    ("lat_busy_poll", "lat_blocking", "<=", 1.0),
+                    ("gpspm_busy_poll", "gpspm_blocking", "<=", 1.0)]
 # shown beside them without a target
 RELATIVE_INFO = [("sendrecv_blocking", "lat_blocking"), ("sendrecv_busy_poll", "lat_busy_poll")]
+
+# (case, peer, relation, value): rpma's p99 / the peer's p99, same run
+P99_TARGETS = [("lat_blocking", "tcp", "<=", 1.2), ("lat_busy_poll", "tcp", "<=", 1.2)]
 
 # (case, peer, relation, value): rpma's CPU seconds per GiB / the peer's
 CPU_TARGETS = [("write_64k", "tcp", "<=", 1.2)]
@@ -435,6 +441,14 @@ def main():
                    if kind in LAT_KINDS and extras[(case, p)] and
                    all(e.get("p99_us") is not None for e in extras[(case, p)]) else None)
                for p in PEERS}
+        p99_targets = []
+        for tc, tp, rel, val in P99_TARGETS:
+            if tc != case:
+                continue
+            ratio = p99["rpma"] / p99[tp] if p99["rpma"] and p99.get(tp) else None
+            met = None if ratio is None else (ratio >= val if rel == ">=" else ratio <= val)
+            p99_targets.append({"peer": tp, "ratio": ratio, "relation": rel, "value": val,
+                                "met": met})
         med = {p: (statistics.median(samples[(case, p)]) if samples[(case, p)] else None)
                for p in PEERS}
         ratios = {p: (med["rpma"] / med[p] if med["rpma"] and med[p] else None)
@@ -452,6 +466,7 @@ def main():
             "iodepth": 1 if kind in LAT_KINDS else DEPTH,
             "median": med, "samples": {p: samples[(case, p)] for p in PEERS},
             "p99_us": p99 if kind in LAT_KINDS else None,
+            "p99_targets": p99_targets,
             "cpu_s_per_GiB": cpu if kind not in LAT_KINDS else None,
             "cpu_method": cpu_how if kind not in LAT_KINDS else None,
             "cpu_ratios_rpma_to": cpu_ratios if kind not in LAT_KINDS else None,
@@ -460,7 +475,8 @@ def main():
             "ratios_rpma_to": ratios, "targets": targets,
             "commands": {p: cmds.get((case, p)) for p in PEERS},
             "errors": {p: errors.get((case, p)) for p in PEERS if errors.get((case, p))}})
-        rows.append((case, kind, med, ratios, targets, p99, cpu, cpu_ratios, cpu_targets))
+        rows.append((case, kind, med, ratios, targets, p99, cpu, cpu_ratios, cpu_targets,
+                     p99_targets))
 
     # rpma against rpma in the same run: GPSPM (and send/recv) against write+flush (APM)
     rpma_med = {c["case"]: c["median"]["rpma"] for c in out["cases"]}
@@ -499,7 +515,7 @@ def main():
     print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
     def verdict(t):
         return "met" if t["met"] else ("MISSED" if t["met"] is False else "n/a")
-    for case, kind, med, ratios, targets, _, _, _, _ in rows:
+    for case, kind, med, ratios, targets, *_ in rows:
         tg = ", ".join(f"{t['peer']} {t['relation']}{t['value']:g}: {verdict(t)}"
                        for t in targets) or ""
         print(f"| {case:18s} | {fmt(med['rpma'], kind):>11s} | {fmt(med['tcp'], kind):>11s} | "
@@ -513,16 +529,19 @@ def main():
     if lat_rows:
         print("\nround trips, p50 / p99 in us (medians over the runs)\n")
         print(f"| {'case':18s} | {'rpma p50':>8s} | {'rpma p99':>8s} | {'TCP p50':>8s} | "
-              f"{'TCP p99':>8s} | {'p99/TCP':>7s} |")
-        print(f"|{'-' * 20}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 9}|")
-        for case, kind, med, ratios, targets, p99, _, _, _ in lat_rows:
+              f"{'TCP p99':>8s} | {'p99/TCP':>7s} | target |")
+        print(f"|{'-' * 20}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 9}|--------|")
+        for case, kind, med, ratios, targets, p99, _, _, _, p99_targets in lat_rows:
             def us(x):
                 return "-" if x is None else f"{x:.1f}"
             r99 = p99["rpma"] / p99["tcp"] if p99["rpma"] and p99["tcp"] else None
+            tg = ", ".join(f"{t['peer']} p99 {t['relation']}{t['value']:g}: {verdict(t)}"
+                           for t in p99_targets)
             print(f"| {case:18s} | {us(med['rpma']):>8s} | {us(p99['rpma']):>8s} | "
-                  f"{us(med['tcp']):>8s} | {us(p99['tcp']):>8s} | {rt(r99):>7s} |")
+                  f"{us(med['tcp']):>8s} | {us(p99['tcp']):>8s} | {rt(r99):>7s} | {tg}")
     if relative:
-        print("\nrpma against its own write+flush (APM) round trip in the same run (p50)\n")
+        print("\nrpma against rpma in the same run, p50: GPSPM and send/recv against write+flush "
+              "(APM), busy-poll against blocking\n")
         print(f"| {'case':18s} | {'p50':>8s} | {'reference':18s} | {'ref p50':>8s} | "
               f"{'ratio':>6s} | target |")
         print(f"|{'-' * 20}|{'-' * 10}|{'-' * 20}|{'-' * 10}|{'-' * 8}|--------|")
@@ -538,7 +557,7 @@ def main():
               f"{'UCX':>7s} | {'/TCP':>6s} | {'/fabric':>7s} | target |")
         print(f"|{'-' * 20}|{'-' * 9}|{'-' * 9}|{'-' * 9}|{'-' * 9}|{'-' * 8}|{'-' * 9}|"
               "--------|")
-        for case, kind, med, ratios, targets, p99, cpu, cpu_ratios, cpu_targets in bw_rows:
+        for case, kind, med, ratios, targets, p99, cpu, cpu_ratios, cpu_targets, _ in bw_rows:
             def cs(p):
                 if cpu[p] is None:
                     return "-"
