@@ -50,7 +50,12 @@ void QueuePair::on_events(int fd, uint32_t events) {
         if (drained) resume_now();  // the request waiting for our answers to leave
     }
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-        if (s.stalled && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+        bool stalled;
+        {
+            std::lock_guard lk(s.mu);  // a waiting thread may run the responder
+            stalled = s.stalled;
+        }
+        if (stalled && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
             // The stalled request hides what follows it. A Disconnect on the other stream and
             // an orderly end of this one mean the peer closed in order (it deleted the
             // connection while its send waited for a receive).
@@ -93,24 +98,29 @@ void QueuePair::read_stream_if_free(Stream &s) {
 
 void QueuePair::drive(int channel_fd) {
     Stream &s = req();
+    Stream &r = resp();
     std::unique_lock rl(s.rx_mu);
-    bool ok = established();  // the handshake owns the stream until then
+    bool ok = established();  // the handshake owns the streams until then
+    bool serve = false;
     {
         std::lock_guard lk(s.mu);
         ok = ok && s.key != 0 && s.rx_on;
     }
+    if (ok) {
+        std::lock_guard lk(r.mu);
+        serve = r.key != 0 && r.rx_on && !r.stalled;  // a stalled request waits for a post
+    }
     if (!ok) rl.unlock();
-    // Holding rx_mu across the poll keeps the engine off this stream: one wake-up, not two.
-    pollfd p[2] = {{channel_fd, POLLIN, 0}, {s.fd.get(), POLLIN, 0}};
-    int n = ::poll(p, ok ? 2 : 1, -1);
+    // Holding rx_mu across the poll keeps the engine off the answer stream: one wake-up, not
+    // two. The peer's requests are watched too but not held: the engine serves them whenever
+    // this thread is not waiting here.
+    pollfd p[3] = {{channel_fd, POLLIN, 0}, {s.fd.get(), POLLIN, 0}, {r.fd.get(), POLLIN, 0}};
+    int n = ::poll(p, ok ? (serve ? 3 : 2) : 1, -1);
     if (!ok) return;
     if (n > 0 && p[1].revents) read_stream(s);
     rl.unlock();
-    std::lock_guard lk(s.mu);
-    if (s.backoff) {
-        s.backoff = false;  // the engine stepped aside for us: hand the stream back
-        update_mask(s);
-    }
+    hand_back(s);
+    if (n > 0 && serve && p[2].revents) serve_requests();
 }
 
 bool QueuePair::established() {
@@ -119,8 +129,8 @@ bool QueuePair::established() {
 }
 
 void QueuePair::poll_once() {
+    if (!established()) return;  // the handshake owns the streams until then
     Stream &s = req();
-    if (!established()) return;  // the handshake owns the stream until then
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
     if (!rl) return;  // someone is reading it already
     {
@@ -129,9 +139,27 @@ void QueuePair::poll_once() {
     }
     read_stream(s);
     rl.unlock();
+    hand_back(s);
+    serve_requests();
+}
+
+void QueuePair::serve_requests() {
+    Stream &r = resp();
+    std::unique_lock rl(r.rx_mu, std::try_to_lock);
+    if (!rl) return;  // the engine is serving them
+    {
+        std::lock_guard lk(r.mu);
+        if (!r.key || !r.rx_on || r.stalled) return;
+    }
+    read_stream(r);
+    rl.unlock();
+    hand_back(r);
+}
+
+void QueuePair::hand_back(Stream &s) {
     std::lock_guard lk(s.mu);
     if (s.backoff) {
-        s.backoff = false;
+        s.backoff = false;  // the engine stepped aside for us: hand the stream back
         update_mask(s);
     }
 }

@@ -82,6 +82,9 @@ class QueuePair : public prov::QueuePair,
     void drive(int channel_fd) override;
     void poll_once() override;
     bool established();
+    // A waiting or polling thread serves the peer's requests too (the responder), so a target
+    // application that waits for a message handles it on its own thread.
+    void serve_requests();
 
   protected:
     // kClosing: deleted while established; the engine finishes the orderly close (our
@@ -128,10 +131,10 @@ class QueuePair : public prov::QueuePair,
         bool want_out = false;
         bool rx_on = false;
         bool wr_shut = false;
-        uint32_t data_items = 0;  // items in txq whose data points into a region
-        bool drain_wait = false;  // the responder waits for the answers to leave
-        bool nak_queued = false;  // a read answer became a NAK: the responder enters error state
-        std::vector<uint64_t> src_faults;  // requests whose source vanished before it was sent
+        uint32_t data_items = 0;              // items in txq whose data points into a region
+        bool drain_wait = false;              // the responder waits for the answers to leave
+        std::atomic<bool> nak_queued{false};  // a read answer became a NAK: responder in error
+        std::vector<uint64_t> src_faults;     // requests whose source vanished before it was sent
         RankedMutex rx_mu{kRxRank};  // whoever reads the stream holds it, a driving waiter too
         bool backoff = false;        // under mu: the engine found rx_mu held and stopped polling
     };
@@ -175,6 +178,7 @@ class QueuePair : public prov::QueuePair,
     // rx
     void read_stream(Stream &s);          // s.rx_mu held
     void read_stream_if_free(Stream &s);  // takes s.rx_mu, or leaves the work to its holder
+    void hand_back(Stream &s);            // after s.rx_mu: the engine polls s again
     enum class Step { kContinue, kBlock, kStall, kFatal, kStop };
     Step read_frames(Stream &s);                  // s.rx_mu held: until blocked, stalled or done
     Step take_header(Stream &s, bool responder);  // s.rx_mu held: the staged header
@@ -313,12 +317,15 @@ class QueuePair : public prov::QueuePair,
     std::atomic<uint32_t> faults_{0};         // entries in req().src_faults
     std::atomic<bool> resp_wait_ack_{false};  // the responder waits for the completer
 
-    // responder state (engine thread); resp_seq_ is read by posting threads for the piggyback
+    // Responder state: whoever holds resp().rx_mu runs the responder (the engine thread, or an
+    // application thread waiting on or polling the CQ). What the engine's disconnect and close
+    // also touch is atomic or under resp().mu. resp_seq_ is read by posting threads for the
+    // piggybacked ACK.
     std::atomic<uint64_t> resp_seq_{0};  // last request executed
     uint64_t pending_seq_ = 0;           // the request whose payload is arriving
-    uint64_t resp_acked_ = 0;            // last acknowledged
-    bool resp_error_ = false;
-    bool ack_wanted_ = false;  // an executed request asked for an ACK
+    uint64_t resp_acked_ = 0;            // last acknowledged; under resp().mu
+    std::atomic<bool> resp_error_{false};
+    std::atomic<bool> ack_wanted_{false};  // an executed request asked for an ACK
     bool pending_wants_ack_ = false;
     std::optional<prov::RecvWr> cur_recv_;
     uint32_t cur_imm_ = 0;

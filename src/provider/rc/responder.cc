@@ -16,9 +16,14 @@ void QueuePair::nak(uint64_t seq, NakStatus st) {
     h.op = static_cast<uint8_t>(Op::kNak);
     h.status = static_cast<uint16_t>(st);
     h.aux = seq;
-    resp_acked_ = seq;
     resp_error_ = true;
-    send_frame(resp(), h);
+    {
+        Stream &s = resp();
+        std::lock_guard lk(s.mu);
+        resp_acked_ = seq;
+        enqueue(s, TxItem{h, nullptr, 0, nullptr});
+        flush_tx(s);  // a broken stream shows up on the receive side as well
+    }
     // The responder's QP goes to the error state too, as an RC QP does.
     std::lock_guard lk(sq_mu_);
     flush_all_locked();
@@ -188,13 +193,13 @@ QueuePair::RespState QueuePair::execute_send(RespCtx &c) {
 QueuePair::RespState QueuePair::execute_read(RespCtx &c) {
     const FrameHeader &h = c.h;
     resp_seq_ = c.seq;
-    resp_acked_ = c.seq;
     FrameHeader r{};
     r.op = static_cast<uint8_t>(Op::kReadResp);
     r.length = h.length;
     r.aux = c.seq;
     Stream &out = resp();
     std::lock_guard lk(out.mu);
+    resp_acked_ = c.seq;  // the read answer acknowledges it and everything before
     // zero-copy: the answer is gathered from the region when the socket takes it
     enqueue(out, TxItem{r, h.length ? reinterpret_cast<char *>(h.addr) : nullptr, h.length,
                         h.length ? std::move(c.region) : nullptr});
@@ -209,7 +214,7 @@ QueuePair::RespState QueuePair::execute_atomic_write(RespCtx &c) {
     std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(c.h.addr))
         .store(c.h.aux, std::memory_order_release);
     resp_seq_ = c.seq;
-    ack_wanted_ |= (c.h.flags & kAckRequested) != 0;
+    if (c.h.flags & kAckRequested) ack_wanted_.store(true);
     return RespState::kDone;
 }
 
@@ -221,7 +226,7 @@ QueuePair::RespState QueuePair::execute_flush(RespCtx &c) {
             return RespState::kErrOperation;
     }
     resp_seq_ = c.seq;
-    ack_wanted_ |= (h.flags & kAckRequested) != 0;
+    if (h.flags & kAckRequested) ack_wanted_.store(true);
     return RespState::kDone;
 }
 
@@ -250,7 +255,7 @@ void QueuePair::payload_done(Stream &s) {
             // Executed: the ACK state moves before the application can see the receive, so
             // anything it posts in reaction carries this acknowledgement.
             resp_seq_.store(pending_seq_, std::memory_order_release);
-            ack_wanted_ |= pending_wants_ack_;
+            if (pending_wants_ack_) ack_wanted_.store(true);
             if (cur_recv_) {
                 ibv_wc_opcode op = p == Payload::kSend ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM;
                 push_recv_wc(*cur_recv_, IBV_WC_SUCCESS, op, len, cur_has_imm_, cur_imm_);
@@ -322,8 +327,8 @@ bool QueuePair::take_drained(Stream &s) noexcept {
 
 bool QueuePair::absorb_queued_nak() {
     // flush_tx turned a read answer into a NAK (its region was deregistered): the responder
-    // enters the error state, as after any NAK. Engine thread: the answer stream's own.
-    if (!std::exchange(resp().nak_queued, false)) return false;
+    // enters the error state, as after any NAK. Any thread: the flag is taken once.
+    if (!resp().nak_queued.exchange(false)) return false;
     resp_error_ = true;
     std::lock_guard lk(sq_mu_);
     flush_all_locked();
@@ -332,8 +337,10 @@ bool QueuePair::absorb_queued_nak() {
 
 QueuePair::Step QueuePair::wait_for_answers(bool modifies) {
     Stream &s = resp();
-    // The answer queue changes on the engine thread only, which runs this: no lock to look.
-    if (!answers_block(s, modifies)) return Step::kContinue;
+    {
+        std::lock_guard lk(s.mu);  // the engine may be sending answers (EPOLLOUT)
+        if (!answers_block(s, modifies)) return Step::kContinue;
+    }
     if (!answer_now(s)) return Step::kFatal;
     std::lock_guard lk(s.mu);
     if (!answers_block(s, modifies)) return Step::kContinue;

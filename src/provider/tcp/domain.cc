@@ -126,9 +126,11 @@ int Domain::create_qp(const prov::QpAttr &attr, std::shared_ptr<prov::QueuePair>
 std::shared_ptr<QueuePair> Domain::make_qp(Engine *e, const prov::QpAttr &attr) {
     QpConfig cfg = qp_config(attr);
     auto qp = QueuePair::create(e, &mrs_, cfg, attr.events);
-    // A thread waiting on (or polling) the send CQ reads this queue pair's answers itself
-    // instead of waiting for the engine thread; close() takes it back.
+    // A thread waiting on (or polling) the CQ or the connection's own RCQ reads this queue
+    // pair's answers and serves the peer's requests itself instead of waiting for the engine
+    // thread; close() takes it back. An SRQ's RCQ serves many queue pairs: nobody drives it.
     cfg.cq->set_driver(qp.get());
+    if (cfg.recv_cq != cfg.cq && !cfg.srq) cfg.recv_cq->set_driver(qp.get());
     return qp;
 }
 
