@@ -6,7 +6,9 @@
 #include <librpma.h>
 #include <poll.h>
 
+#include <chrono>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <string>
 
@@ -14,6 +16,7 @@
 #include "provider/provider.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/region.h"
+#include "provider/tcp/domain.h"
 
 using namespace rpma;
 
@@ -218,5 +221,85 @@ TEST_F(TcpDomainTest, RequestAcceptedThenClosed) {
     EXPECT_EQ(NextEvent(s), RPMA_CONN_CLOSED);
     s.qp->close();
 }
+
+// A thread waiting on (or polling) its CQ serves the peer's requests itself: a message
+// arrives while the engine thread is kept busy, and the waiter still gets its receive.
+class TcpWaiterServesTest : public TcpDomainTest, public ::testing::WithParamInterface<bool> {
+  protected:
+    void Connect(const char *port) {
+        std::unique_ptr<prov::IncomingRequest> req;
+        ASSERT_NO_FATAL_FAILURE(Request(port, c_, &req));
+        ASSERT_NO_FATAL_FAILURE(MakeSide(s_));
+        ASSERT_EQ(dom_->create_qp(s_.attr(), &s_.qp), 0);
+        ASSERT_EQ(s_.qp->accept(std::move(req), nullptr, 0), 0);
+        ASSERT_EQ(NextEvent(s_), RPMA_CONN_ESTABLISHED);
+        ASSERT_EQ(NextEvent(c_), RPMA_CONN_ESTABLISHED);
+        ASSERT_EQ(dom_->register_memory(buf_, sizeof(buf_), RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV,
+                                        &mr_),
+                  0);
+    }
+    // Keeps the engine thread busy until Release().
+    void BlockEngine() {
+        auto *engine = static_cast<tcp::Domain *>(dom_.get())->engine();
+        std::shared_future<void> go = release_.get_future().share();
+        std::promise<void> started;
+        engine->post([go, &started] {
+            started.set_value();
+            go.wait();
+        });
+        started.get_future().wait();
+    }
+    void Release() {
+        if (!released_) release_.set_value();
+        released_ = true;
+    }
+    void TearDown() override {
+        Release();
+        if (c_.qp) c_.qp->close();
+        if (s_.qp) s_.qp->close();
+        if (mr_) dom_->deregister(mr_);
+        TcpDomainTest::TearDown();
+    }
+
+    Side c_, s_;
+    char buf_[256] = {};
+    std::shared_ptr<prov::MemoryRegion> mr_;
+    std::promise<void> release_;
+    bool released_ = false;
+};
+
+TEST_P(TcpWaiterServesTest, MessageWhileTheEngineIsBusy) {
+    bool wait = GetParam();  // rpma_cq_wait, or a busy rpma_cq_get_wc loop
+    ASSERT_NO_FATAL_FAILURE(Connect(wait ? "25720" : "25721"));
+    ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, 7, true}), 0);
+    BlockEngine();
+    std::memcpy(buf_, "ping", 4);
+    prov::SendWr w;
+    w.op = prov::WrOp::kSend;
+    w.local = buf_;
+    w.len = 4;
+    w.local_region = mr_;
+    ASSERT_EQ(c_.qp->post_send(w), 0);  // goes out from this thread
+    auto got = std::async(std::launch::async, [&] {
+        ibv_wc wc{};
+        int n = 0;
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (std::chrono::steady_clock::now() < until) {
+            if (wait && s_.cq->wait() != 0) break;
+            if (s_.cq->get_wc(1, &wc, &n) == 0) return wc;
+        }
+        wc.wr_id = 0;
+        return wc;
+    });
+    bool in_time = got.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+    Release();  // a waiter that never got it returns once the engine delivers
+    ibv_wc wc = got.get();
+    EXPECT_TRUE(in_time) << "the receive waited for the engine thread";
+    EXPECT_EQ(wc.wr_id, 7u);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(std::memcmp(buf_ + 128, "ping", 4), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(WaitOrPoll, TcpWaiterServesTest, ::testing::Bool());
 
 }  // namespace
