@@ -128,7 +128,7 @@ bool QueuePair::established() {
     return cm_ == Cm::kEstablished;
 }
 
-void QueuePair::poll_once() {
+void QueuePair::poll_once(bool requests) {
     if (!established()) return;  // the handshake owns the streams until then
     Stream &s = req();
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
@@ -140,7 +140,7 @@ void QueuePair::poll_once() {
     read_stream(s);
     rl.unlock();
     hand_back(s);
-    serve_requests();
+    if (requests) serve_requests();
 }
 
 void QueuePair::serve_requests() {

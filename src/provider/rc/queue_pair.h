@@ -80,7 +80,7 @@ class QueuePair : public prov::QueuePair,
     void on_failure(const char *why) override { lost(why); }
     void recv_posted() override;
     void drive(int channel_fd) override;
-    void poll_once() override;
+    void poll_once(bool requests) override;
     bool established();
     // A waiting or polling thread serves the peer's requests too (the responder), so a target
     // application that waits for a message handles it on its own thread.

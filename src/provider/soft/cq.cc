@@ -21,12 +21,14 @@ int Cq::get_wc(int num_entries, ibv_wc *wc, int *got) {
     if (driver_ && empty()) {
         // A poller spinning on an empty CQ reads the answers itself instead of waiting for the
         // engine thread to be scheduled.
+        bool again = empty_polls_.fetch_add(1, std::memory_order_relaxed) > 0;
         t_driving = this;
-        driver_->poll_once();
+        driver_->poll_once(again);
         t_driving = nullptr;
     }
     std::lock_guard lk(mu_);
     if (ring_.empty()) return RPMA_E_NO_COMPLETION;
+    empty_polls_.store(0, std::memory_order_relaxed);
     int n = std::min<int>(num_entries, static_cast<int>(ring_.size()));
     std::copy_n(ring_.begin(), n, wc);
     ring_.erase(ring_.begin(), ring_.begin() + n);

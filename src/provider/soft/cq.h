@@ -22,8 +22,9 @@ class CqDriver {
     virtual ~CqDriver() = default;
     // Waits until the channel fd or the driver's own input is ready, and processes that input.
     virtual void drive(int channel_fd) = 0;
-    // Processes whatever input is ready now, without waiting (a polling caller).
-    virtual void poll_once() = 0;
+    // Processes whatever input is ready now, without waiting (a polling caller): the answers to
+    // its own requests, and with `requests` the peer's requests too.
+    virtual void poll_once(bool requests) = 0;
 };
 
 class Cq final : public prov::CompletionQueue {
@@ -52,6 +53,9 @@ class Cq final : public prov::CompletionQueue {
     bool shared_;
     CqDriver *driver_ = nullptr;
     std::atomic<bool> armed_{true};
+    // get_wc calls in a row that found the ring empty: the first (the end of a drain after a
+    // wait) reads only the answers; a thread that keeps polling serves the peer's requests too.
+    std::atomic<uint32_t> empty_polls_{0};
     std::mutex mu_;
     std::deque<ibv_wc> ring_;
 };
