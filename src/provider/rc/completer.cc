@@ -121,7 +121,9 @@ QueuePair::Step QueuePair::completer_header(Stream &s, const FrameHeader &h) {
     return c.result;
 }
 
-QueuePair::CompState QueuePair::completer_step(CompCtx &c, CompState st) {
+// Inlined into the loop above, as the responder's steps.
+[[gnu::always_inline]] inline QueuePair::CompState QueuePair::completer_step(CompCtx &c,
+                                                                             CompState st) {
     const FrameHeader &h = c.h;
     uint64_t seq = h.aux;
     switch (st) {

@@ -39,7 +39,10 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
     return c.result;
 }
 
-QueuePair::RespState QueuePair::responder_step(RespCtx &c, RespState st) {
+// Inlined into the loop above: one jump per state, not a call (callgrind: ~280 instructions
+// per request as calls).
+[[gnu::always_inline]] inline QueuePair::RespState QueuePair::responder_step(RespCtx &c,
+                                                                             RespState st) {
     const FrameHeader &h = c.h;
     const OpInfo &info = op_info(c.op);
     switch (st) {
