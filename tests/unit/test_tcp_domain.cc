@@ -300,6 +300,55 @@ TEST_P(TcpWaiterServesTest, MessageWhileTheEngineIsBusy) {
     EXPECT_EQ(std::memcmp(buf_ + 128, "ping", 4), 0);
 }
 
+// A waiter that served requests lets the engine off the request stream only while it waits:
+// once it has gone, the next message is delivered by the engine alone.
+TEST_P(TcpWaiterServesTest, EngineServesOnceTheWaiterLeaves) {
+    bool wait = GetParam();
+    ASSERT_NO_FATAL_FAILURE(Connect(wait ? "25722" : "25723"));
+    prov::SendWr w;
+    w.op = prov::WrOp::kSend;
+    w.local = buf_;
+    w.len = 4;
+    w.local_region = mr_;
+    ibv_wc wc{};
+    int n = 0;
+    for (uint64_t id = 1; id <= 3; ++id) {  // served by this thread, as a waiter
+        ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, id, true}), 0);
+        ASSERT_EQ(c_.qp->post_send(w), 0);
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        bool got = false;
+        while (!got && std::chrono::steady_clock::now() < until) {
+            if (wait) {
+                ASSERT_EQ(s_.cq->wait(), 0);
+            }
+            got = s_.cq->get_wc(1, &wc, &n) == 0;
+        }
+        ASSERT_TRUE(got);
+        EXPECT_EQ(wc.wr_id, id);
+    }
+    // a wait that ends with an answer, not a request: the waiter still hands the stream back
+    ASSERT_EQ(c_.qp->post_recv(prov::RecvWr{mr_, buf_ + 192, 64, 50, true}), 0);
+    prov::SendWr reply = w;
+    reply.wr_id = 40;
+    ASSERT_EQ(s_.qp->post_send(reply), 0);
+    bool sent = false;
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!sent && std::chrono::steady_clock::now() < until) {
+        if (wait) {
+            ASSERT_EQ(s_.cq->wait(), 0);
+        }
+        sent = s_.cq->get_wc(1, &wc, &n) == 0 && wc.wr_id == 40;
+    }
+    ASSERT_TRUE(sent);
+    while (s_.cq->get_wc(1, &wc, &n) == 0) {
+    }
+    // nobody waits now: the engine must deliver the next one, and the channel must fire
+    ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, 9, true}), 0);
+    s_.cq->arm();
+    ASSERT_EQ(c_.qp->post_send(w), 0);
+    EXPECT_TRUE(Readable(s_.ch->fd(), 5000)) << "the engine did not take the stream back";
+}
+
 INSTANTIATE_TEST_SUITE_P(WaitOrPoll, TcpWaiterServesTest, ::testing::Bool());
 
 }  // namespace

@@ -106,21 +106,32 @@ void QueuePair::drive(int channel_fd) {
         std::lock_guard lk(s.mu);
         ok = ok && s.key != 0 && s.rx_on;
     }
+    bool aside = false;
     if (ok) {
         std::lock_guard lk(r.mu);
         serve = r.key != 0 && r.rx_on && !r.stalled;  // a stalled request waits for a post
+        // Where waiters serve the peer's requests, the engine steps off that stream while one
+        // waits, so a request wakes one thread, not two (two epoll_ctl per wait: only here).
+        if (serve && waiter_serves_.load(std::memory_order_relaxed) && !r.backoff) {
+            r.backoff = aside = true;
+            update_mask(r);
+        }
     }
     if (!ok) rl.unlock();
     // Holding rx_mu across the poll keeps the engine off the answer stream: one wake-up, not
-    // two. The peer's requests are watched too but not held: the engine serves them whenever
-    // this thread is not waiting here.
+    // two. The peer's requests are watched too; the engine serves them whenever no thread
+    // waits here.
     pollfd p[3] = {{channel_fd, POLLIN, 0}, {s.fd.get(), POLLIN, 0}, {r.fd.get(), POLLIN, 0}};
     int n = ::poll(p, ok ? (serve ? 3 : 2) : 1, -1);
     if (!ok) return;
     if (n > 0 && p[1].revents) read_stream(s);
     rl.unlock();
     hand_back(s);
-    if (n > 0 && serve && p[2].revents) serve_requests();
+    if (n > 0 && serve && p[2].revents) {
+        waiter_serves_.store(true, std::memory_order_relaxed);
+        serve_requests();
+    }
+    if (aside) hand_back(r);  // the engine serves them again until the next wait
 }
 
 bool QueuePair::established() {

@@ -325,7 +325,8 @@ class QueuePair : public prov::QueuePair,
     uint64_t pending_seq_ = 0;           // the request whose payload is arriving
     uint64_t resp_acked_ = 0;            // last acknowledged; under resp().mu
     std::atomic<bool> resp_error_{false};
-    std::atomic<bool> ack_wanted_{false};  // an executed request asked for an ACK
+    std::atomic<bool> ack_wanted_{false};     // an executed request asked for an ACK
+    std::atomic<bool> waiter_serves_{false};  // a waiting thread found the peer's requests
     bool pending_wants_ack_ = false;
     std::optional<prov::RecvWr> cur_recv_;
     uint32_t cur_imm_ = 0;
