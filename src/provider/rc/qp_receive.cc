@@ -305,14 +305,18 @@ void QueuePair::finish_read(Stream &s, Step st) {
     }
     bool sent = true, retry = false;
     {
-        std::lock_guard lk(s.mu);
-        // our requests queued while the engine read answers go out now
-        if (!responder) sent = flush_tx(s);
-        if (sent && st == Step::kStall) {
+        // Our requests queued while the engine read answers go out now. A poster that holds
+        // the lock is sending them itself (what it leaves queued waits for EPOLLOUT), so the
+        // answer reader does not sleep on the lock for the length of that sendmsg.
+        bool may_skip = !responder && st != Step::kStall && st != Step::kStop;
+        std::unique_lock lk(s.mu, std::try_to_lock);
+        if (!lk && !may_skip) lk.lock();
+        if (lk && !responder) sent = flush_tx(s);
+        if (lk && sent && st == Step::kStall) {
             s.stalled = true;
             retry = take_drained(s);  // the answers left since the request chose to wait
             update_mask(s);
-        } else if (sent && st == Step::kStop && s.rx_on) {
+        } else if (lk && sent && st == Step::kStop && s.rx_on) {
             s.rx_on = false;  // end of this stream's input
             update_mask(s);
         }

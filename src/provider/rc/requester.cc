@@ -26,7 +26,7 @@ int QueuePair::post_send(prov::SendWr wr) {
     Op op = to_op(wr.op);
     // the domain's regions are all Regions
     auto local_region = std::static_pointer_cast<Region>(std::move(wr.local_region));
-    std::lock_guard lk(sq_mu_);
+    std::unique_lock lk(sq_mu_);
     Cm cm;
     bool disc;
     {
@@ -89,6 +89,9 @@ int QueuePair::post_send(prov::SendWr wr) {
     TxItem item{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr, seq};
     if (carries && wr.len) item.guard = std::move(local_region);
     enqueue(s, std::move(item));
+    // Queued in sequence order (under sq_mu_); the send itself needs only s.mu, so the
+    // completer can take sq_mu_ for the answers that arrive meanwhile instead of sleeping.
+    lk.unlock();
     if (idle) flush_tx(s);
     return 0;
 }
