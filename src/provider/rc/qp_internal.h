@@ -12,16 +12,21 @@
 
 namespace rpma::rc {
 
-constexpr size_t kStagingSize = 16 * 1024;
-constexpr size_t kDirectThreshold = 4096;  // payloads this big bypass the staging buffer
+// Small frames are read many per recv into the staging buffer and copied out (a 4 KiB write:
+// a memcpy instead of a recv of its own); payloads of kDirectThreshold and more are read
+// straight into their target, with the next header behind them.
+constexpr size_t kStagingSize = 64 * 1024;
+constexpr size_t kDirectThreshold = 8192;
 constexpr int kMaxIov = 64;
 // Read answers the responder lets queue before it sends them itself: one sendmsg gathers a
 // header and a payload per frame, so this many fill its iovec list.
 constexpr size_t kAnswersPerSend = kMaxIov / 2;
 // Reads per call: small, so the engine round-robins between streams (level-triggered epoll
 // brings it back). A stream that kept the engine for long would delay the answers on the
-// other streams, and a peer waiting for them would fill its send queue.
-constexpr int kRxBudget = 2;
+// other streams, and a peer waiting for them would fill its send queue. The responder's ACKs
+// go out when the turn ends (or the socket is drained), so 4 reads of 64 KiB writes cost one
+// ACK and one epoll_wait, where 2 cost two of each.
+constexpr int kRxBudget = 4;
 // How long a deleted connection waits for the peer to take our Disconnect and close its end.
 constexpr auto kLingerTimeout = std::chrono::seconds(2);
 // Answers queued behind a full socket before the responder stops taking requests: a peer that

@@ -196,7 +196,6 @@ QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
         return Step::kContinue;
     }
     if (budget-- <= 0) return Step::kBlock;  // nothing staged is left: the socket has the rest
-    if (!s.answers_in && !answer_now(s)) return Step::kFatal;
     // straight from the socket into the target, with the next header behind it
     s.head = s.tail = 0;
     iovec iov[2];
@@ -204,8 +203,10 @@ QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
     bool discard = !s.dst || s.failed;
     iov[0].iov_base = discard ? g_discard : s.dst;
     iov[0].iov_len = discard ? std::min(want, sizeof(g_discard)) : want;
+    // Behind a large payload only the next header: the frame after it is likely large too, and
+    // goes straight to its target as well instead of through the staging buffer.
     iov[1].iov_base = s.buf.get();
-    iov[1].iov_len = s.remaining >= kDirectThreshold ? kHeaderSize : kStagingSize;
+    iov[1].iov_len = s.payload_len >= kDirectThreshold ? kHeaderSize : kStagingSize;
     ssize_t n;
     {
         RegionUse use(discard ? nullptr : s.dst_region.get());
@@ -266,6 +267,8 @@ QueuePair::Step QueuePair::take_header(Stream &s, bool responder) {
     if (st == Step::kContinue && s.payload != Payload::kNone) {
         s.rx = Rx::kPayload;
         if (s.remaining == 0) payload_done(s);
+    } else {
+        s.payload_len = 0;  // a frame without payload: small frames follow, stage them
     }
     return st;
 }
@@ -277,6 +280,9 @@ QueuePair::Step QueuePair::fill_staging(Stream &s, int &budget) {
         s.head = 0;
     }
     size_t room = kStagingSize - s.tail;
+    // After a large payload (read directly) only the rest of the header: its payload, likely
+    // large as well, then goes straight to its target rather than through a memcpy.
+    if (s.payload_len >= kDirectThreshold && s.tail < kHeaderSize) room = kHeaderSize - s.tail;
     iovec into{s.buf.get() + s.tail, room};
     ssize_t n = s.io->readv(&into, 1);
     if (n > 0) {
