@@ -311,10 +311,12 @@ void QueuePair::finish_read(Stream &s, Step st) {
     }
     bool sent = true, retry = false;
     {
-        // Our requests queued while the engine read answers go out now. A poster that holds
-        // the lock is sending them itself (what it leaves queued waits for EPOLLOUT), so the
-        // answer reader does not sleep on the lock for the length of that sendmsg.
-        bool may_skip = !responder && st != Step::kStall && st != Step::kStop;
+        // Our requests queued while the engine read answers go out now (corked ones too: see
+        // post_send). A poster that holds the lock sends what is queued itself (or leaves it
+        // for EPOLLOUT), so unless posts are corked the answer reader does not sleep on the lock
+        // for the length of that sendmsg.
+        bool may_skip = !responder && st != Step::kStall && st != Step::kStop &&
+                        !s.corked.load(std::memory_order_acquire);
         std::unique_lock lk(s.mu, std::try_to_lock);
         if (!lk && !may_skip) lk.lock();
         if (lk && !responder) sent = flush_tx(s);

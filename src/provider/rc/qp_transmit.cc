@@ -105,6 +105,7 @@ bool QueuePair::flush_tx(Stream &s) {
         }
         consume(s, static_cast<size_t>(n));
     }
+    s.corked.store(false, std::memory_order_relaxed);
     if (s.want_out) {
         s.want_out = false;
         update_mask(s);
@@ -154,7 +155,11 @@ void QueuePair::consume(Stream &s, size_t n) {
             return;
         }
         n -= left;
-        if (s.txq.front().guard) --s.data_items;
+        const TxItem &it = s.txq.front();
+        if (is_request(it.hdr.op) &&
+            ((it.hdr.flags & kAckRequested) || it.hdr.op == static_cast<uint8_t>(Op::kRead)))
+            s.answer_due = it.seq;  // its ACK or its data will come back on this stream
+        if (it.guard) --s.data_items;
         s.txq.pop_front();
         s.tx_off = 0;
     }

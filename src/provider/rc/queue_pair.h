@@ -135,6 +135,9 @@ class QueuePair : public prov::QueuePair,
         bool drain_wait = false;              // the responder waits for the answers to leave
         std::atomic<bool> nak_queued{false};  // a read answer became a NAK: responder in error
         std::vector<uint64_t> src_faults;     // requests whose source vanished before it was sent
+        uint64_t answer_due = 0;  // the last request sent whose answer will come (ACK or data)
+        // Posts wait in txq for the answer reader to send them with its flush (post_send).
+        std::atomic<bool> corked{false};
         RankedMutex rx_mu{kRxRank};  // whoever reads the stream holds it, a driving waiter too
         bool backoff = false;        // under mu: the engine found rx_mu held and stopped polling
     };

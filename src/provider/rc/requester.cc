@@ -83,9 +83,17 @@ int QueuePair::post_send(prov::SendWr wr) {
     h.ack = resp_seq_.load(std::memory_order_acquire);
     Stream &s = req();
     std::lock_guard tlk(s.mu);
-    // Frames already queued mean the socket is full and the engine sends on EPOLLOUT; this one
-    // joins them (and goes out in the same sendmsg) instead of paying for another EAGAIN.
+    // Frames already queued mean the socket is full and the engine sends on EPOLLOUT, or they
+    // are corked; this one joins them (and goes out in the same sendmsg).
     bool idle = s.txq.empty();
+    // Corked: many requests are in flight and one whose answer will come has left (outstanding_
+    // holds a contiguous range of sequence numbers), so the thread that reads that answer sends
+    // this frame (finish_read), with every other posted by then, in one sendmsg. Set before
+    // sq_mu_ is released: that reader completes the answer under sq_mu_ and then sees it.
+    if (idle && outstanding_.size() >= kCorkDepth && outstanding_.front().seq <= s.answer_due) {
+        idle = false;
+        s.corked.store(true, std::memory_order_release);
+    }
     TxItem item{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr, seq};
     if (carries && wr.len) item.guard = std::move(local_region);
     enqueue(s, std::move(item));
