@@ -168,6 +168,8 @@ class QueuePair : public prov::QueuePair,
     Stream &resp() noexcept { return is_client_ ? join_ : main_; }
 
     // tx
+    // sq_mu_ held (released here): a request's frame, queued in order, sent now or corked
+    void send_request(std::unique_lock<RankedMutex> &sq, TxItem item);
     void enqueue(Stream &s, TxItem item);         // s.mu held
     bool region_vanished(Stream &s, TxItem &it);  // s.mu held; false: the stream must end
     bool flush_tx(Stream &s);                     // s.mu held; false on a broken stream

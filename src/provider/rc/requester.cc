@@ -81,6 +81,13 @@ int QueuePair::post_send(prov::SendWr wr) {
     // Everything of the peer's we executed (a receive it reacts to, say) completes at the peer
     // before this request does anything there.
     h.ack = resp_seq_.load(std::memory_order_acquire);
+    TxItem item{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr, seq};
+    if (carries && wr.len) item.guard = std::move(local_region);
+    send_request(lk, std::move(item));
+    return 0;
+}
+
+void QueuePair::send_request(std::unique_lock<RankedMutex> &sq, TxItem item) {
     Stream &s = req();
     std::lock_guard tlk(s.mu);
     // Frames already queued mean the socket is full and the engine sends on EPOLLOUT, or they
@@ -94,14 +101,11 @@ int QueuePair::post_send(prov::SendWr wr) {
         idle = false;
         s.corked.store(true, std::memory_order_release);
     }
-    TxItem item{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr, seq};
-    if (carries && wr.len) item.guard = std::move(local_region);
     enqueue(s, std::move(item));
     // Queued in sequence order (under sq_mu_); the send itself needs only s.mu, so the
     // completer can take sq_mu_ for the answers that arrive meanwhile instead of sleeping.
-    lk.unlock();
+    sq.unlock();
     if (idle) flush_tx(s);
-    return 0;
 }
 
 int QueuePair::post_recv(prov::RecvWr r) {
