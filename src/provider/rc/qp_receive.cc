@@ -151,7 +151,11 @@ void QueuePair::poll_once(bool requests) {
     read_stream(s);
     rl.unlock();
     hand_back(s);
-    if (requests) serve_requests();
+    // A spinning thread pays a system call for each look at the request stream: it looks on
+    // every poll only where requests came before (GPSPM, request/reply), else now and then.
+    if (requests &&
+        (waiter_serves_.load(std::memory_order_relaxed) || (++polls_ % kPollsPerRequestLook) == 0))
+        serve_requests();
 }
 
 void QueuePair::serve_requests() {
@@ -162,7 +166,10 @@ void QueuePair::serve_requests() {
         std::lock_guard lk(r.mu);
         if (!r.key || !r.rx_on || r.stalled) return;
     }
+    uint64_t before = resp_seq_.load(std::memory_order_relaxed);
     read_stream(r);
+    if (resp_seq_.load(std::memory_order_relaxed) != before)
+        waiter_serves_.store(true, std::memory_order_relaxed);
     rl.unlock();
     hand_back(r);
 }
