@@ -154,7 +154,8 @@ void QueuePair::poll_once(bool requests) {
     // A spinning thread pays a system call for each look at the request stream: it looks on
     // every poll only where requests came before (GPSPM, request/reply), else now and then.
     if (requests &&
-        (waiter_serves_.load(std::memory_order_relaxed) || (++polls_ % kPollsPerRequestLook) == 0))
+        (waiter_serves_.load(std::memory_order_relaxed) ||
+         (polls_.fetch_add(1, std::memory_order_relaxed) + 1) % kPollsPerRequestLook == 0))
         serve_requests();
 }
 

@@ -333,10 +333,10 @@ class QueuePair : public prov::QueuePair,
     std::atomic<bool> ack_wanted_{false};  // an executed request asked for an ACK
     // An application thread served the peer's requests here: waiters and pollers keep doing it.
     std::atomic<bool> waiter_serves_{false};
-    // Empty polls of a thread spinning on the CQ; every kPollsPerRequestLook-th reads the
-    // request stream while waiter_serves_ is not set. Racy between pollers, which is harmless.
+    // Empty polls of threads spinning on the CQ; every kPollsPerRequestLook-th reads the
+    // request stream while waiter_serves_ is not set.
     static constexpr uint32_t kPollsPerRequestLook = 64;
-    uint32_t polls_ = 0;
+    std::atomic<uint32_t> polls_{0};
     bool pending_wants_ack_ = false;
     std::optional<prov::RecvWr> cur_recv_;
     uint32_t cur_imm_ = 0;
