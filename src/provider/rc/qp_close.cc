@@ -9,9 +9,7 @@
 namespace rpma::rc {
 
 void QueuePair::close() {
-    // a waiter on the CQs no longer drives this queue pair
-    cfg_.cq->set_driver(nullptr);
-    if (cfg_.recv_cq != cfg_.cq && !cfg_.srq) cfg_.recv_cq->set_driver(nullptr);
+    set_cq_driver(nullptr);  // a waiter on the CQs no longer drives this queue pair
     // On the engine thread, as a barrier: work already queued for it has run once this returns,
     // and anything queued later sees closed_, so nothing touches the CQs the caller frees next.
     engine_->run_sync([this] { close_on_engine(); });

@@ -127,10 +127,7 @@ void QueuePair::drive(int channel_fd) {
     if (n > 0 && p[1].revents) read_stream(s);
     rl.unlock();
     hand_back(s);
-    if (n > 0 && serve && p[2].revents) {
-        waiter_serves_.store(true, std::memory_order_relaxed);
-        serve_requests();
-    }
+    if (n > 0 && serve && p[2].revents) serve_requests();
     if (aside) hand_back(r);  // the engine serves them again until the next wait
 }
 

@@ -53,6 +53,12 @@ QueuePair::QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg,
 
 QueuePair::~QueuePair() = default;
 
+void QueuePair::set_cq_driver(CqDriver *d) noexcept {
+    cfg_.cq->set_driver(d);
+    // an SRQ's RCQ serves many queue pairs: nobody drives it
+    if (cfg_.recv_cq != cfg_.cq && !cfg_.srq) cfg_.recv_cq->set_driver(d);
+}
+
 bool QueuePair::establish_stream(Stream &s, uint32_t events) {
     s.buf.reset(new char[kStagingSize]);
     // No QP lock across add(): it waits for the engine thread, which may need one.

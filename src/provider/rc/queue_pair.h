@@ -82,6 +82,8 @@ class QueuePair : public prov::QueuePair,
     void drive(int channel_fd) override;
     void poll_once(bool requests) override;
     bool established();
+    // d (this queue pair, or nullptr) drives the CQ and the queue pair's own RCQ.
+    void set_cq_driver(CqDriver *d) noexcept;
     // A waiting or polling thread serves the peer's requests too (the responder), so a target
     // application that waits for a message handles it on its own thread.
     void serve_requests();
@@ -331,7 +333,8 @@ class QueuePair : public prov::QueuePair,
     uint64_t resp_acked_ = 0;            // last acknowledged; under resp().mu
     std::atomic<bool> resp_error_{false};
     std::atomic<bool> ack_wanted_{false};  // an executed request asked for an ACK
-    // An application thread served the peer's requests here: waiters and pollers keep doing it.
+    // An application thread executed the peer's requests here (serve_requests): waiters and
+    // pollers keep serving them.
     std::atomic<bool> waiter_serves_{false};
     // Empty polls of threads spinning on the CQ; every kPollsPerRequestLook-th reads the
     // request stream while waiter_serves_ is not set.

@@ -128,9 +128,8 @@ std::shared_ptr<QueuePair> Domain::make_qp(Engine *e, const prov::QpAttr &attr) 
     auto qp = QueuePair::create(e, &mrs_, cfg, attr.events);
     // A thread waiting on (or polling) the CQ or the connection's own RCQ reads this queue
     // pair's answers and serves the peer's requests itself instead of waiting for the engine
-    // thread; close() takes it back. An SRQ's RCQ serves many queue pairs: nobody drives it.
-    cfg.cq->set_driver(qp.get());
-    if (cfg.recv_cq != cfg.cq && !cfg.srq) cfg.recv_cq->set_driver(qp.get());
+    // thread; close() takes it back.
+    qp->set_cq_driver(qp.get());
     return qp;
 }
 
