@@ -205,9 +205,14 @@ class Device {
 };
 
 // registry.cc: the device for an address, from the provider chosen for it (RPMA_PROVIDER
-// forces one: "tcp"). RPMA_E_PROVIDER if the address resolves to no device or the forced
-// provider is unknown.
+// forces one: "tcp" or "shm"). RPMA_E_PROVIDER if the address resolves to no device or the
+// forced provider is unknown.
 int lookup_device(const char *addr, rpma_util_ibv_context_type type, ibv_context **out);
+// Which data path connections take (RPMA_PROVIDER, read at each call): kAuto moves a
+// connection between processes on one host onto shared memory and keeps the others on tcp;
+// kTcp keeps all on tcp; kShm refuses a connection that cannot move.
+enum class Choice { kAuto, kTcp, kShm };
+Choice provider_choice() noexcept;
 // The device behind a context this library handed out, or nullptr.
 Device *device_from_context(const ibv_context *ctx) noexcept;
 

@@ -7,6 +7,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <cstdint>
+
 namespace rpma::rc {
 
 class ByteStream {
@@ -15,6 +17,21 @@ class ByteStream {
     virtual ssize_t writev(const iovec *iov, int n) = 0;  // gathers; may take part of it
     virtual ssize_t readv(const iovec *iov, int n) = 0;   // scatters
     virtual void shutdown(int how) = 0;                   // SHUT_WR or SHUT_RDWR
+
+    // Readiness, for a stream whose fd is not a socket. A socket reports input, space and the
+    // peer's end itself; a stream whose fd is only a doorbell (shm) maps what the engine wants
+    // onto that (watch), says what a wake-up means once the fd was found readable (woken), and
+    // asks for a wake-up before a thread sleeps on the fd (arm: true if input is there already).
+    virtual uint32_t watch(uint32_t events) const noexcept { return events; }
+    virtual uint32_t woken(uint32_t events) noexcept { return events; }
+    virtual bool arm() noexcept { return false; }
+    // A reader stopped with the stream still readable, or at EAGAIN: a socket's level-triggered
+    // readiness brings it back for the rest; a doorbell stream rings itself if input is left.
+    virtual void yielded() noexcept {}
 };
+
+// Set while a thread spins on a CQ (poll_once): it looks again soon, so a stream need not ask
+// the peer for a doorbell when it finds nothing.
+inline thread_local bool t_spinning = false;
 
 }  // namespace rpma::rc

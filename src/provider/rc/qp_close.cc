@@ -266,6 +266,7 @@ void QueuePair::remove_stream(Stream &s) {
         key = std::exchange(s.key, 0);
     }
     if (key) engine_->remove(key);
+    stream_removed();
 }
 
 }  // namespace rpma::rc

@@ -14,7 +14,11 @@ namespace rpma::rc {
 
 void QueuePair::on_events(int fd, uint32_t events) {
     Stream &s = fd == main_.fd.get() ? main_ : join_;
-    if (s.fd.get() != fd) return;
+    if (s.fd.get() != fd) {
+        other_events(fd, events);
+        return;
+    }
+    events = s.io->woken(events);
     Cm cm;
     {
         std::lock_guard lk(cm_mu_);
@@ -122,12 +126,16 @@ void QueuePair::drive(int channel_fd) {
     // two. The peer's requests are watched too; the engine serves them whenever no thread
     // waits here.
     pollfd p[3] = {{channel_fd, POLLIN, 0}, {s.fd.get(), POLLIN, 0}, {r.fd.get(), POLLIN, 0}};
-    int n = ::poll(p, ok ? (serve ? 3 : 2) : 1, -1);
+    // a doorbell stream (shm) first asks to be woken, and skips the sleep if input came
+    bool ready = ok && (s.io->arm() | (serve && r.io->arm()));
+    int n = ready ? 0 : ::poll(p, ok ? (serve ? 3 : 2) : 1, -1);
     if (!ok) return;
-    if (n > 0 && p[1].revents) read_stream(s);
+    if (n > 0 && p[1].revents) s.io->woken(EPOLLIN);
+    if (ready || (n > 0 && p[1].revents)) read_stream(s);
     rl.unlock();
     hand_back(s);
-    if (n > 0 && serve && p[2].revents) serve_requests();
+    if (n > 0 && serve && p[2].revents) r.io->woken(EPOLLIN);
+    if (serve && (ready || (n > 0 && p[2].revents))) serve_requests();
     if (aside) hand_back(r);  // the engine serves them again until the next wait
 }
 
@@ -138,6 +146,10 @@ bool QueuePair::established() {
 
 void QueuePair::poll_once(bool requests) {
     if (!established()) return;  // the handshake owns the streams until then
+    struct Spinning {
+        Spinning() noexcept { t_spinning = true; }
+        ~Spinning() { t_spinning = false; }
+    } spinning;
     Stream &s = req();
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
     if (!rl) return;  // someone is reading it already
@@ -237,7 +249,9 @@ QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
 }
 
 void QueuePair::read_stream(Stream &s) {
-    finish_read(s, read_frames(s));
+    Step st = read_frames(s);
+    if (st == Step::kBlock) s.io->yielded();
+    finish_read(s, st);
 }
 
 QueuePair::Step QueuePair::read_frames(Stream &s) {

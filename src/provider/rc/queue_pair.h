@@ -165,6 +165,12 @@ class QueuePair : public prov::QueuePair,
     // The transport has the stream connected: the engine serves it from now on (EPOLLIN when
     // rx_on). false if the engine refused it. No QP lock held: add() waits for the engine.
     bool establish_stream(Stream &s, uint32_t events);
+    // The transport's: events on an fd of its own that it registered with the engine for this
+    // queue pair (shm's control socket), on the engine thread.
+    virtual void other_events(int /*fd*/, uint32_t /*events*/) {}
+    // The transport's: a stream left the engine (remove_stream), on the engine thread or in
+    // close.
+    virtual void stream_removed() {}
 
     Stream &req() noexcept { return is_client_ ? main_ : join_; }
     Stream &resp() noexcept { return is_client_ ? join_ : main_; }

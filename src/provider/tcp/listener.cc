@@ -1,6 +1,7 @@
 #include "provider/tcp/listener.h"
 
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -60,6 +61,15 @@ int Listener::create(Engine *engine, const char *addr, const char *port,
     }
     l->lkey_ = engine->add(l->lfd_.get(), EPOLLIN, l);
     if (!l->lkey_) return RPMA_E_PROVIDER;
+    sockaddr_storage bound{};
+    socklen_t blen = sizeof(bound);
+    if (prov::provider_choice() != prov::Choice::kTcp &&
+        ::getsockname(l->lfd_.get(), reinterpret_cast<sockaddr *>(&bound), &blen) == 0) {
+        uint16_t port = ntohs(bound.ss_family == AF_INET6
+                                  ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
+                                  : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
+        l->desk_ = shm::OfferDesk::open(engine, port);
+    }
     *out = std::move(l);
     return 0;
 }
@@ -82,6 +92,7 @@ void Listener::close() {
         for (auto &[fd, p] : pending_) engine_->remove(p.key);
         pending_.clear();
         halves_.clear();
+        if (desk_) desk_->close();
     });
     lfd_.reset();
     for (auto &req : requests_.drain()) QueuePair::reject(req.main);
@@ -200,6 +211,7 @@ void Listener::read_hello(Pending &p) {
     if (main) {
         half.qp_num = h.qp_num;
         half.pdata.assign(h.pdata, h.pdata + h.pdata_len);
+        half.shm_offered = h.flags & kHelloShmOffer;
     }
     if (fresh) {
         // the other stream has as long to arrive as a Hello has: then the half is dropped
@@ -208,12 +220,25 @@ void Listener::read_hello(Pending &p) {
     }
     uint64_t token = h.token;
     pending_.erase(fd);
-    if (half.main.valid() && half.join.valid()) {
-        IncomingConn in{std::move(half.main), std::move(half.join), half.qp_num,
-                        std::move(half.pdata)};
-        halves_.erase(token);
-        requests_.push(std::move(in));
+    if (half.main.valid() && half.join.valid()) complete(token, half);
+}
+
+void Listener::complete(uint64_t token, Half &half) {
+    IncomingConn in{std::move(half.main), std::move(half.join), half.qp_num,
+                    std::move(half.pdata), nullptr};
+    bool offered = half.shm_offered;
+    halves_.erase(token);
+    std::string why = "the client made no shared-memory offer";
+    if (offered && !desk_) why = "this endpoint takes no shared-memory offers";
+    if (offered && desk_) in.shm = desk_->take(token, &why);
+    if (!in.shm && prov::provider_choice() == prov::Choice::kShm) {
+        RPMA_LOG_ERROR("RPMA_PROVIDER=shm: refusing a connection request that cannot use "
+                       "shared memory (%s)", why.c_str());
+        QueuePair::reject(in.main);
+        return;
     }
+    if (!in.shm && offered) RPMA_LOG_INFO("a connection stays on tcp: %s", why.c_str());
+    requests_.push(std::move(in));
 }
 
 void Listener::on_timer() {

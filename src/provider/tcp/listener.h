@@ -13,6 +13,7 @@
 #include "common/fd.h"
 #include "common/fd_queue.h"
 #include "provider/provider.h"
+#include "provider/shm/offer_desk.h"
 #include "provider/soft/engine.h"
 #include "provider/tcp/wire.h"
 
@@ -23,6 +24,7 @@ struct IncomingConn {
     Fd join;
     uint32_t qp_num = 0;
     std::vector<uint8_t> pdata;
+    std::shared_ptr<shm::Link> shm;  // the client's offer, taken: accept moves onto it
 };
 
 // A request taken from the listener; rejected when destroyed unaccepted.
@@ -67,6 +69,7 @@ class Listener final : public prov::Listener,
         Fd main, join;
         uint32_t qp_num = 0;
         std::vector<uint8_t> pdata;
+        bool shm_offered = false;
         Clock::time_point deadline;
     };
 
@@ -76,12 +79,14 @@ class Listener final : public prov::Listener,
     void pause(const char *why);
     void resume();
     void read_hello(Pending &p);
+    void complete(uint64_t token, Half &half);
     void drop(int fd);
 
     Engine *engine_;
     Fd lfd_;
     uint64_t lkey_ = 0;
     FdQueue<IncomingConn> requests_;
+    std::shared_ptr<shm::OfferDesk> desk_;  // nullptr: no shared memory on this endpoint
     // engine thread only
     std::unordered_map<int, Pending> pending_;
     std::unordered_map<uint64_t, Half> halves_;

@@ -158,6 +158,10 @@ void QueuePair::handshake_out(Stream &s) {
     if (&s == &main_) {
         h.pdata_len = static_cast<uint8_t>(local_pdata_.size());
         if (!local_pdata_.empty()) std::memcpy(h.pdata, local_pdata_.data(), local_pdata_.size());
+        if (!make_offer(h)) {
+            fail_connect(RPMA_CONN_UNREACHABLE);
+            return;
+        }
     }
     if (!write_all_small(*s.io, &h, sizeof(h))) {
         RPMA_LOG_NOTICE("sending the connection request failed: %m");
@@ -206,6 +210,19 @@ void QueuePair::handshake_in() {
     }
     remote_qp_ = reply_.qp_num;
     remote_pdata_.assign(reply_.pdata, reply_.pdata + reply_.pdata_len);
+    if (shm_ && !(reply_.flags & kReplyShm)) {
+        shm_.reset();
+        if (prov::provider_choice() == prov::Choice::kShm) {
+            RPMA_LOG_ERROR("RPMA_PROVIDER=shm: the server keeps this connection on tcp");
+            fail_connect(RPMA_CONN_REJECTED);
+            return;
+        }
+        RPMA_LOG_INFO("the connection stays on tcp: the server did not take the offer");
+    }
+    if (shm_ && !move_to_shm()) {
+        fail_connect(RPMA_CONN_LOST);
+        return;
+    }
     {
         std::lock_guard lk(cm_mu_);
         if (cm_ != Cm::kAwaitReply) return;
@@ -225,8 +242,12 @@ int QueuePair::accept(std::unique_ptr<prov::IncomingRequest> req, const void *pd
     join_.answers_in = true;
     remote_qp_ = in.qp_num;
     remote_pdata_ = std::move(in.pdata);
-    main_.fd = std::move(in.main);
-    join_.fd = std::move(in.join);
+    Fd tcp_main = std::move(in.main);  // for the Reply; the streams run on shm_ when set
+    shm_ = std::move(in.shm);
+    if (!shm_) {
+        main_.fd = std::move(tcp_main);
+        join_.fd = std::move(in.join);
+    }
     // ESTABLISHED is queued and the streams are served before the client hears the answer, so
     // whatever the client does next (even a disconnect) lands after it.
     {
@@ -235,23 +256,81 @@ int QueuePair::accept(std::unique_ptr<prov::IncomingRequest> req, const void *pd
     }
     post_event(RPMA_CONN_ESTABLISHED);
     for (Stream *s : {&main_, &join_}) {
-        set_socket_options(s->fd.get());
         {
             std::lock_guard lk(s->mu);
             s->connected = true;
             s->rx_on = true;
         }
+        if (shm_) continue;
+        set_socket_options(s->fd.get());
         if (!establish_stream(*s, EPOLLIN | EPOLLRDHUP)) return RPMA_E_PROVIDER;
     }
+    // the rings are served before the client learns of them
+    if (shm_ && !move_to_shm()) return RPMA_E_PROVIDER;
     Reply rep{};
     rep.magic = kMagic;
     rep.kind = static_cast<uint8_t>(ReplyKind::kAccept);
     rep.pdata_len = pdata_len;
+    rep.flags = shm_ ? kReplyShm : 0;
     rep.qp_num = qp_num_;
     if (pdata_len) std::memcpy(rep.pdata, pdata, pdata_len);
     // Nothing else is written on the main stream before the client has this answer.
-    if (!write_all_small(*main_.io, &rep, sizeof(rep))) lost("sending the accept failed");
+    SocketStream tcp(shm_ ? &tcp_main : &main_.fd);
+    if (!write_all_small(tcp, &rep, sizeof(rep))) lost("sending the accept failed");
     return 0;
+}
+
+bool QueuePair::make_offer(Hello &h) {
+    prov::Choice choice = prov::provider_choice();
+    if (choice == prov::Choice::kTcp) return true;
+    std::string why;
+    shm_ = shm::Link::offer(main_.fd.get(), token_, &why);
+    if (shm_) {
+        h.flags |= kHelloShmOffer;
+        return true;
+    }
+    if (choice == prov::Choice::kShm) {
+        RPMA_LOG_ERROR("RPMA_PROVIDER=shm: this connection cannot use shared memory (%s)",
+                       why.c_str());
+        return false;
+    }
+    RPMA_LOG_INFO("the connection stays on tcp: %s", why.c_str());
+    return true;
+}
+
+bool QueuePair::move_to_shm() {
+    for (Stream *s : {&main_, &join_}) {
+        bool main = s == &main_;
+        remove_stream(*s);  // the tcp socket's registration, on the client
+        s->fd = shm_->take_wake(main);
+        s->owned_io = shm_->stream(main, s->fd.get());
+        s->io = s->owned_io.get();
+        if (!establish_stream(*s, EPOLLIN)) return false;
+    }
+    uint64_t key = engine_->add(shm_->ctl_fd(), EPOLLIN | EPOLLRDHUP, shared_from_this());
+    ctl_key_.store(key);
+    return key != 0;
+}
+
+void QueuePair::other_events(int fd, uint32_t) {
+    if (!shm_ || fd != shm_->ctl_fd()) return;
+    char b[64];
+    ssize_t r = ::recv(fd, b, sizeof(b), MSG_DONTWAIT);
+    if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EINTR))) return;  // nothing is sent here
+    // The peer's process closed its end, or died: each stream ends once what the peer wrote
+    // into its ring is read, so an orderly close that got that far still ends as CLOSED.
+    // (an event before move_to_shm stored the key comes again: the fd stays readable)
+    if (uint64_t key = ctl_key_.exchange(0)) engine_->remove(key);
+    shm_->peer_gone();
+}
+
+void QueuePair::stream_removed() {
+    for (Stream *s : {&main_, &join_}) {
+        std::lock_guard lk(s->mu);
+        if (s->key) return;
+    }
+    // the registration holds this queue pair alive: it goes with the streams
+    if (uint64_t key = ctl_key_.exchange(0)) engine_->remove(key);
 }
 
 void QueuePair::reject(Fd &main) {

@@ -1,16 +1,20 @@
 // The tcp provider's queue pair: the RC engine (rc/queue_pair.h) over two TCP streams, and the
 // connection set-up that opens them. The client connects both streams and sends a Hello on each
 // (wire.h); the listener pairs them by token and hands them to the server's queue pair, which
-// answers with a Reply on the main stream. Then both streams belong to the RC engine.
+// answers with a Reply on the main stream. Then both streams belong to the RC engine. Between
+// processes on one host both streams move onto shared memory instead (shm/link.h): the Reply
+// says so, and from then on the RC engine runs over the rings.
 #pragma once
 
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "provider/rc/queue_pair.h"
+#include "provider/shm/link.h"
 #include "provider/tcp/socket_stream.h"
 #include "provider/tcp/wire.h"
 
@@ -50,6 +54,13 @@ class QueuePair final : public rc::QueuePair {
     void setup_events(Stream &s, uint32_t events) override;
     void handshake_out(Stream &s);
     void handshake_in();
+    // Client, before its main Hello: offers shared memory where the provider choice allows.
+    // False if the connection must fail (RPMA_PROVIDER=shm and no offer could be made).
+    bool make_offer(Hello &h);
+    // Both streams leave tcp for shm_'s rings; the control socket joins the engine.
+    bool move_to_shm();
+    void other_events(int fd, uint32_t events) override;
+    void stream_removed() override;
     std::shared_ptr<QueuePair> self() {
         return std::static_pointer_cast<QueuePair>(shared_from_this());
     }
@@ -62,6 +73,8 @@ class QueuePair final : public rc::QueuePair {
     std::vector<uint8_t> local_pdata_;
     Reply reply_{};
     size_t reply_got_ = 0;
+    std::shared_ptr<shm::Link> shm_;  // the connection runs (or, client, may run) on it
+    std::atomic<uint64_t> ctl_key_{0};  // the control socket's registration
 };
 
 }  // namespace rpma::tcp

@@ -29,10 +29,14 @@ struct Hello {
     uint8_t pdata_len;
     uint64_t token;  // pairs the two streams of one connection
     uint32_t qp_num;
-    uint32_t reserved;
+    uint32_t flags;  // kHelloShmOffer
     uint8_t pdata[kConnectPdataMax];
 };
 static_assert(sizeof(Hello) == 80);
+
+// Hello::flags on the main stream: the client sent a shared-memory offer with this token to the
+// server's unix socket (provider/shm/link.h) before this Hello.
+constexpr uint32_t kHelloShmOffer = 1;
 
 enum class ReplyKind : uint8_t { kAccept = 1, kReject = 2 };
 
@@ -41,10 +45,14 @@ struct Reply {
     uint32_t magic;
     uint8_t kind;  // ReplyKind
     uint8_t pdata_len;
-    uint16_t reserved;
+    uint16_t flags;  // kReplyShm
     uint32_t qp_num;
     uint8_t pdata[kAcceptPdataMax];
 };
 static_assert(sizeof(Reply) == 208);
+
+// Reply::flags: the server took the offer; after this Reply both streams run on shared memory
+// and nothing more is sent on tcp.
+constexpr uint16_t kReplyShm = 1;
 
 }  // namespace rpma::tcp

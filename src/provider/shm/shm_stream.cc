@@ -1,0 +1,156 @@
+#include "provider/shm/shm_stream.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace rpma::shm {
+
+namespace {
+void doorbell(int fd) noexcept {
+    uint64_t one = 1;
+    ssize_t r = ::write(fd, &one, sizeof(one));
+    (void)r;  // an eventfd takes 2^64-2 rings before it would block
+}
+}  // namespace
+
+void ShmStream::ring_peer() noexcept {
+    doorbell(peer_fd_);
+}
+
+ssize_t ShmStream::writev(const iovec *iov, int n) {
+    if (shut_wr_ || gone_.load(std::memory_order_relaxed)) {
+        errno = EPIPE;
+        return -1;
+    }
+    RingCtl *c = out_.ctl;
+    uint64_t used = head_ - c->tail.load(std::memory_order_acquire);
+    if (used > out_.size) {
+        errno = EPROTO;  // the peer claims to have read what we never wrote
+        return -1;
+    }
+    if (used == out_.size) {
+        c->waiting.store(1);  // seq_cst: ordered before the second look at the tail
+        used = head_ - c->tail.load();
+        if (used > out_.size) {
+            errno = EPROTO;
+            return -1;
+        }
+        if (used == out_.size) {
+            tx_blocked_.store(true, std::memory_order_relaxed);
+            errno = EAGAIN;
+            return -1;
+        }
+    }
+    uint64_t room = out_.size - used, done = 0;
+    for (int i = 0; i < n && done < room; ++i) {
+        const char *src = static_cast<const char *>(iov[i].iov_base);
+        uint64_t len = std::min<uint64_t>(iov[i].iov_len, room - done);
+        while (len) {
+            uint64_t at = (head_ + done) & (out_.size - 1);
+            uint64_t chunk = std::min(len, out_.size - at);
+            std::memcpy(out_.data + at, src, chunk);
+            src += chunk;
+            len -= chunk;
+            done += chunk;
+        }
+    }
+    head_ += done;
+    c->head.store(head_);  // seq_cst: ordered before the look at `sleeping`
+    if (c->sleeping.load() && c->sleeping.exchange(0)) ring_peer();
+    return static_cast<ssize_t>(done);
+}
+
+bool ShmStream::input_ended() const noexcept {
+    return gone_.load(std::memory_order_acquire) ||
+           in_.ctl->closed.load(std::memory_order_acquire);
+}
+
+ssize_t ShmStream::readv(const iovec *iov, int n) {
+    if (shut_rd_.load(std::memory_order_relaxed)) return 0;
+    RingCtl *c = in_.ctl;
+    uint64_t avail = c->head.load(std::memory_order_acquire) - tail_;
+    if (avail == 0) {
+        bool ended = input_ended();
+        // a spinning poller looks again soon: no doorbell for it
+        if (!ended && !rc::t_spinning) c->sleeping.store(1);
+        avail = c->head.load() - tail_;  // after `closed` or the flag
+        if (avail == 0) {
+            if (ended) return 0;
+            errno = EAGAIN;
+            return -1;
+        }
+    }
+    if (avail > in_.size) {
+        errno = EPROTO;  // the peer claims more than the ring holds
+        return -1;
+    }
+    uint64_t done = 0;
+    for (int i = 0; i < n && done < avail; ++i) {
+        char *dst = static_cast<char *>(iov[i].iov_base);
+        uint64_t len = std::min<uint64_t>(iov[i].iov_len, avail - done);
+        while (len) {
+            uint64_t at = (tail_ + done) & (in_.size - 1);
+            uint64_t chunk = std::min(len, in_.size - at);
+            std::memcpy(dst, in_.data + at, chunk);
+            dst += chunk;
+            len -= chunk;
+            done += chunk;
+        }
+    }
+    tail_ += done;
+    c->tail.store(tail_);
+    if (c->waiting.load() && c->waiting.exchange(0)) ring_peer();
+    return static_cast<ssize_t>(done);
+}
+
+void ShmStream::shutdown(int how) {
+    if (!shut_wr_) {
+        shut_wr_ = true;
+        out_.ctl->closed.store(1, std::memory_order_release);
+        ring_peer();
+    }
+    if (how == SHUT_RDWR) {
+        shut_rd_.store(true, std::memory_order_relaxed);
+        doorbell(wake_fd_);  // our engine sees the end, as after a socket's shutdown
+    }
+}
+
+uint32_t ShmStream::watch(uint32_t events) const noexcept {
+    // the doorbell is the only readiness there is: input, space and the peer's end all ring it
+    return events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP) ? uint32_t{EPOLLIN} : 0u;
+}
+
+uint32_t ShmStream::woken(uint32_t) noexcept {
+    uint64_t v;
+    ssize_t r = ::read(wake_fd_, &v, sizeof(v));  // level-triggered: drain it, or it spins
+    (void)r;
+    uint32_t ev = EPOLLIN;
+    if (tx_blocked_.exchange(false, std::memory_order_relaxed)) ev |= EPOLLOUT;
+    if (input_ended() || shut_rd_.load(std::memory_order_relaxed)) ev |= EPOLLRDHUP;
+    return ev;
+}
+
+bool ShmStream::arm() noexcept {
+    in_.ctl->sleeping.store(1);
+    return in_.ctl->head.load() != tail_ || input_ended() ||
+           shut_rd_.load(std::memory_order_relaxed);
+}
+
+void ShmStream::yielded() noexcept {
+    // The reader leaves the stream until its next wake-up (it may stop short of EAGAIN): ask
+    // for a doorbell, and ring our own if input is left, as level-triggered epoll would.
+    if (!rc::t_spinning) in_.ctl->sleeping.store(1);
+    if (in_.ctl->head.load() != tail_) doorbell(wake_fd_);
+}
+
+void ShmStream::peer_gone() noexcept {
+    gone_.store(true, std::memory_order_release);
+    doorbell(wake_fd_);
+}
+
+}  // namespace rpma::shm

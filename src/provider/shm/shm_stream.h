@@ -1,0 +1,57 @@
+// The shm provider's byte stream: one RC stream over two rings in shared memory (segment.h),
+// ours to write and the peer's to read, with an eventfd doorbell on each side. The RC engine
+// above runs unchanged: it gets socket-like readv/writev and readiness on the doorbell fd.
+//
+// Nothing in the ring is trusted. Our own index lives here, not in the ring; the peer's index
+// is read once per call and bounded (0 <= distance <= ring size) before use, and a bad one fails
+// the call with EPROTO, which ends the connection (LOST). Bytes are only copied, never followed.
+//
+// Doorbells: a side about to sleep sets `sleeping` (input) or `waiting` (space) in the ring,
+// then looks again; the other side, after publishing, clears the flag it finds set and writes
+// the eventfd. So a busy pair makes no system calls, and no wake-up is lost.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include "provider/rc/byte_stream.h"
+#include "provider/shm/segment.h"
+
+namespace rpma::shm {
+
+class ShmStream final : public rc::ByteStream {
+  public:
+    // wake_fd: our doorbell, the fd the engine watches; peer_fd: the peer's. Neither is owned.
+    ShmStream(RingView out, RingView in, int wake_fd, int peer_fd) noexcept
+        : out_(out), in_(in), wake_fd_(wake_fd), peer_fd_(peer_fd) {}
+
+    ssize_t writev(const iovec *iov, int n) override;  // under the stream's tx lock
+    ssize_t readv(const iovec *iov, int n) override;   // under its rx lock
+    void shutdown(int how) override;
+    uint32_t watch(uint32_t events) const noexcept override;
+    uint32_t woken(uint32_t events) noexcept override;
+    bool arm() noexcept override;
+    void yielded() noexcept override;
+
+    // The peer's process has gone (its control socket ended): what it wrote is still read,
+    // then the stream ends; writes fail.
+    void peer_gone() noexcept;
+    // What the rings and the peer's doorbell belong to, kept alive as long as this stream.
+    void keep(std::shared_ptr<const void> owner) noexcept { owner_ = std::move(owner); }
+
+  private:
+    void ring_peer() noexcept;
+    bool input_ended() const noexcept;
+
+    RingView out_, in_;
+    int wake_fd_, peer_fd_;
+    uint64_t head_ = 0;  // out_: what we have written (the ring's copy is the peer's to read)
+    uint64_t tail_ = 0;  // in_: what we have read
+    std::atomic<bool> tx_blocked_{false};  // a write found the ring full: EPOLLOUT on wake-up
+    std::atomic<bool> gone_{false};
+    std::atomic<bool> shut_rd_{false};
+    bool shut_wr_ = false;
+    std::shared_ptr<const void> owner_;
+};
+
+}  // namespace rpma::shm
