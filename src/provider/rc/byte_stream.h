@@ -28,6 +28,9 @@ class ByteStream {
     // A reader stopped with the stream still readable, or at EAGAIN: a socket's level-triggered
     // readiness brings it back for the rest; a doorbell stream rings itself if input is left.
     virtual void yielded() noexcept {}
+    // A wake-up (woken) was taken by a thread that could not read: another holds the stream.
+    // A doorbell stream rings again for that one; a socket stays readable by itself.
+    virtual void pass_wake() noexcept {}
 };
 
 // Set while a thread spins on a CQ (poll_once): it looks again soon, so a stream need not ask

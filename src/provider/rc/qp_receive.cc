@@ -92,7 +92,10 @@ void QueuePair::read_stream_if_free(Stream &s) {
             s.backoff = true;
             update_mask(s);
         }
-        if (!rl.try_lock()) return;
+        if (!rl.try_lock()) {
+            s.io->pass_wake();  // the holder may sleep on the wake-up this thread took
+            return;
+        }
         std::lock_guard lk(s.mu);
         s.backoff = false;
         update_mask(s);

@@ -121,8 +121,10 @@ void ShmStream::shutdown(int how) {
 }
 
 uint32_t ShmStream::watch(uint32_t events) const noexcept {
-    // the doorbell is the only readiness there is: input, space and the peer's end all ring it
-    return events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP) ? uint32_t{EPOLLIN} : 0u;
+    // The doorbell is the only readiness there is: input and space both ring it. A stream
+    // watched for the peer's end only (stalled, or a waiter reads it) is not watched: the end
+    // of the peer's process comes through the control socket (tcp::QueuePair::other_events).
+    return events & (EPOLLIN | EPOLLOUT) ? uint32_t{EPOLLIN} : 0u;
 }
 
 uint32_t ShmStream::woken(uint32_t) noexcept {
@@ -146,6 +148,10 @@ void ShmStream::yielded() noexcept {
     // for a doorbell, and ring our own if input is left, as level-triggered epoll would.
     if (!rc::t_spinning) in_.ctl->sleeping.store(1);
     if (in_.ctl->head.load() != tail_) doorbell(wake_fd_);
+}
+
+void ShmStream::pass_wake() noexcept {
+    doorbell(wake_fd_);
 }
 
 void ShmStream::peer_gone() noexcept {

@@ -32,6 +32,7 @@ class ShmStream final : public rc::ByteStream {
     uint32_t woken(uint32_t events) noexcept override;
     bool arm() noexcept override;
     void yielded() noexcept override;
+    void pass_wake() noexcept override;
 
     // The peer's process has gone (its control socket ended): what it wrote is still read,
     // then the stream ends; writes fail.

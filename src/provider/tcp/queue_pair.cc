@@ -322,6 +322,8 @@ void QueuePair::other_events(int fd, uint32_t) {
     // (an event before move_to_shm stored the key comes again: the fd stays readable)
     if (uint64_t key = ctl_key_.exchange(0)) engine_->remove(key);
     shm_->peer_gone();
+    // streams the engine does not watch (stalled, or read by a waiter) learn it here
+    for (Stream *s : {&main_, &join_}) on_events(s->fd.get(), EPOLLIN | EPOLLRDHUP);
 }
 
 void QueuePair::stream_removed() {
