@@ -3,7 +3,8 @@
 # label P1 and RPMA_PROVIDER=P1 in its environment, and adds a copy NAME.P2 of it with the label
 # P2 and RPMA_PROVIDER=P2 (and so on), so `ctest -L shm` runs one provider's suite. The copies
 # share a RESOURCE_LOCK with their original: they use the same ports. A test that sets
-# RPMA_PROVIDER itself keeps its own value, gets no label and no copy.
+# RPMA_PROVIDER itself keeps its own value, gets no label and no copy; one labelled tcp-only
+# (it speaks or intercepts the tcp wire) gets the first provider's label and no copy.
 # (CMake < 3.28 cannot set properties of tests in other directories, hence one call per directory.)
 
 # add_test, recording a NAME-form test's arguments where copies are wanted, so the copy runs the
@@ -37,7 +38,7 @@ function(_rpma_tag_provider_tests provider others)
     set_property(TEST ${t} APPEND PROPERTY LABELS ${provider})
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT RPMA_PROVIDER=${provider})
     get_property(args DIRECTORY PROPERTY "RPMA_TEST_ARGS_${t}")
-    if(NOT args OR NOT others)
+    if(NOT args OR NOT others OR "tcp-only" IN_LIST labels)
       continue()
     endif()
     set_property(TEST ${t} APPEND PROPERTY RESOURCE_LOCK ${t})

@@ -20,9 +20,10 @@ class ByteStream {
 
     // Readiness, for a stream whose fd is not a socket. A socket reports input, space and the
     // peer's end itself; a stream whose fd is only a doorbell (shm) maps what the engine wants
-    // onto that (watch), says what a wake-up means once the fd was found readable (woken), and
-    // asks for a wake-up before a thread sleeps on the fd (arm: true if input is there already).
-    virtual uint32_t watch(uint32_t events) const noexcept { return events; }
+    // onto that (watch; elsewhere: another thread reads the stream meanwhile), says what a
+    // wake-up means once the fd was found readable (woken), and asks for a wake-up before a
+    // thread sleeps on the fd (arm: true if input is there already).
+    virtual uint32_t watch(uint32_t events, bool /*elsewhere*/) const noexcept { return events; }
     virtual uint32_t woken(uint32_t events) noexcept { return events; }
     virtual bool arm() noexcept { return false; }
     // A reader stopped with the stream still readable, or at EAGAIN: a socket's level-triggered

@@ -18,7 +18,7 @@ void QueuePair::update_mask(Stream &s) {
     uint32_t m = 0;
     if (s.rx_on) m |= s.stalled || s.backoff ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
     if (s.want_out) m |= EPOLLOUT;
-    engine_->modify(s.fd.get(), s.key, s.io->watch(m));
+    engine_->modify(s.fd.get(), s.key, s.io->watch(m, s.backoff && !s.stalled));
 }
 
 bool QueuePair::region_vanished(Stream &s, TxItem &it) {

@@ -62,7 +62,7 @@ void QueuePair::set_cq_driver(CqDriver *d) noexcept {
 bool QueuePair::establish_stream(Stream &s, uint32_t events) {
     s.buf.reset(new char[kStagingSize]);
     // No QP lock across add(): it waits for the engine thread, which may need one.
-    uint64_t key = engine_->add(s.fd.get(), s.io->watch(events), shared_from_this());
+    uint64_t key = engine_->add(s.fd.get(), s.io->watch(events, false), shared_from_this());
     if (key == 0) return false;
     std::lock_guard lk(s.mu);
     s.key = key;

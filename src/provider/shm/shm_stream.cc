@@ -120,11 +120,13 @@ void ShmStream::shutdown(int how) {
     }
 }
 
-uint32_t ShmStream::watch(uint32_t events) const noexcept {
-    // The doorbell is the only readiness there is: input and space both ring it. A stream
-    // watched for the peer's end only (stalled, or a waiter reads it) is not watched: the end
-    // of the peer's process comes through the control socket (tcp::QueuePair::other_events).
-    return events & (EPOLLIN | EPOLLOUT) ? uint32_t{EPOLLIN} : 0u;
+uint32_t ShmStream::watch(uint32_t events, bool elsewhere) const noexcept {
+    // The doorbell is the only readiness there is: input, space and the peer's end (shutdown
+    // always rings) all come through it. While another thread reads the stream, that thread
+    // takes the doorbell; the end of the peer's process comes through the control socket
+    // (tcp::QueuePair::other_events).
+    if (elsewhere) return 0;
+    return events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP) ? uint32_t{EPOLLIN} : 0u;
 }
 
 uint32_t ShmStream::woken(uint32_t) noexcept {
