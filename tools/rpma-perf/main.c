@@ -32,6 +32,7 @@ static void usage(FILE *f) {
             "  rpma-perf tour [--time S] [--json]\n"
             "  rpma-perf soak [--addr A] [--port P] [--time S] [--connections N] [--iodepth D]\n"
             "                 [--size MAX] [--window BYTES] [--interval S] [--seed X]\n"
+            "  every command also takes --provider tcp|shm|auto\n"
             "\n"
             "OP: read, write, write-flush, write-flush-persistent, atomic-write, send, write-imm,\n"
             "    gpspm (a write, then a flush request by send that the server's thread answers),\n"
@@ -47,6 +48,9 @@ static void usage(FILE *f) {
             "                   (wait) or spins on rpma_cq_get_wc (poll); default: as the client\n"
             "  --json           print one JSON object instead of the report\n"
             "  --pmem FILE      server: map FILE (created if needed) instead of anonymous memory\n"
+            "  --provider P     tcp, shm or auto: sets RPMA_PROVIDER=P for this process and the\n"
+            "                   loopback server (auto unsets it: librpma chooses); default: the\n"
+            "                   environment as it is\n"
             "soak: mixed writes, reads, flushes and atomic writes of random sizes (up to --size,\n"
             "  default 64 KiB) at random offsets, every byte read checked against what was\n"
             "  written; a status line every --interval s (default 10), default --time 60,\n"
@@ -86,6 +90,7 @@ struct cli {
     double interval_s;
     uint64_t seed;
     uint64_t window;
+    const char *provider; /* --provider, validated; NULL: leave RPMA_PROVIDER alone */
 };
 
 static int parse(int argc, char *argv[], struct cli *cli) {
@@ -105,12 +110,13 @@ static int parse(int argc, char *argv[], struct cli *cli) {
                                          {"seed", required_argument, NULL, 'S'},
                                          {"window", required_argument, NULL, 'w'},
                                          {"server-mode", required_argument, NULL, 'M'},
+                                         {"provider", required_argument, NULL, 'P'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     uint64_t v;
     int ch;
     optind = 2;
-    while ((ch = getopt_long(argc, argv, "a:p:s:f:o:d:c:t:n:bjvhi:S:w:M:", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "a:p:s:f:o:d:c:t:n:bjvhi:S:w:M:P:", opts, NULL)) != -1) {
         switch (ch) {
             case 'a':
                 cli->c.addr = cli->s.addr = optarg;
@@ -180,6 +186,11 @@ static int parse(int argc, char *argv[], struct cli *cli) {
                     goto bad;
                 cli->have_server_mode = true;
                 break;
+            case 'P':
+                if (strcmp(optarg, "tcp") && strcmp(optarg, "shm") && strcmp(optarg, "auto"))
+                    goto bad;
+                cli->provider = optarg;
+                break;
             case 'h':
                 usage(stdout);
                 exit(0);
@@ -201,6 +212,7 @@ static int parse(int argc, char *argv[], struct cli *cli) {
                 : ch == 'S' ? "seed"
                 : ch == 'w' ? "window"
                 : ch == 'M' ? "server-mode"
+                : ch == 'P' ? "provider (tcp, shm or auto)"
                             : "count",
                 optarg);
         return -1;
@@ -234,6 +246,41 @@ static int check_client(struct cli *cli) {
         return -1;
     }
     return 0;
+}
+
+/* ---- provider ---- */
+
+/* RPMA_PROVIDER as librpma will read it; "auto" when unset */
+static const char *provider_name(void) {
+    const char *p = getenv("RPMA_PROVIDER");
+    return p && *p ? p : "auto";
+}
+
+/* Sets RPMA_PROVIDER before the first librpma call, so the loopback server forked later inherits
+ * it. A forced provider this librpma lacks fails every call with RPMA_E_PROVIDER and logs only to
+ * syslog by default, so ask once with the address the command will use and say it plainly. */
+static int apply_provider(const struct cli *cli, const char *mode) {
+    if (cli->provider && strcmp(cli->provider, "auto") == 0)
+        unsetenv("RPMA_PROVIDER");
+    else if (cli->provider && setenv("RPMA_PROVIDER", cli->provider, 1)) {
+        perror("rpma-perf: setenv RPMA_PROVIDER");
+        return -1;
+    }
+    if (strcmp(provider_name(), "auto") == 0) return 0;
+    bool remote = (strcmp(mode, "client") == 0 || strcmp(mode, "soak") == 0) && cli->have_addr;
+    const char *addr = strcmp(mode, "server") == 0 ? cli->s.addr
+                       : remote                    ? cli->c.addr
+                                                   : LOOPBACK_ADDR;
+    if (!addr) return 0; /* client without --addr: its own error follows */
+    struct ibv_context *dev = NULL;
+    int ret = rpma_utils_get_ibv_context(
+        addr, remote ? RPMA_UTIL_IBV_CONTEXT_REMOTE : RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev);
+    if (ret != RPMA_E_PROVIDER) return 0; /* other errors: the command reports them */
+    fprintf(stderr,
+            "rpma-perf: provider '%s' (RPMA_PROVIDER) is not available in this librpma for %s: "
+            "%s\n",
+            provider_name(), addr, rpma_err_2str(ret));
+    return -1;
 }
 
 /* ---- output ---- */
@@ -304,14 +351,15 @@ static void print_json_obj(FILE *f, const struct client_opts *o, const struct cl
                            const char *mode) {
     double secs = r->seconds > 0 ? r->seconds : 1e-9;
     fprintf(f,
-            "{\"mode\":\"%s\",\"op\":\"%s\",\"addr\":\"%s\",\"port\":\"%s\",\"size\":%zu,"
+            "{\"mode\":\"%s\",\"provider\":\"%s\",\"op\":\"%s\",\"addr\":\"%s\",\"port\":\"%s\","
+            "\"size\":%zu,"
             "\"iodepth\":%d,\"connections\":%d,\"busy_poll\":%s,\"server_busy_poll\":%s,"
             "\"ops\":%llu,\"bytes\":%llu,"
             "\"seconds\":%.6f,\"bw_bytes_per_s\":%.1f,\"bw_MiB_per_s\":%.3f,\"iops\":%.1f,"
             "\"lat_us\":{\"min\":%.3f,\"mean\":%.3f,\"p50\":%.3f,\"p99\":%.3f,\"p999\":%.3f,"
             "\"max\":%.3f},\"client_cpu_s\":%.4f,",
-            mode, perf_op_name(o->op), o->addr, o->port, o->size, o->iodepth, o->conns,
-            o->busy_poll ? "true" : "false",
+            mode, provider_name(), perf_op_name(o->op), o->addr, o->port, o->size, o->iodepth,
+            o->conns, o->busy_poll ? "true" : "false",
             perf_op_answered(o->op) ? (o->server_poll ? "true" : "false") : "null",
             (unsigned long long)r->ops, (unsigned long long)r->bytes, r->seconds,
             (double)r->bytes / secs, (double)r->bytes / secs / (1 << 20), (double)r->ops / secs,
@@ -452,8 +500,8 @@ static int run_tour(struct cli *cli) {
     int rc = 0;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (!cli->json)
-        printf("rpma-perf tour: rpma over TCP loopback (tcp provider), %ld CPUs, %.0f s per step\n",
-               ncpu, t);
+        printf("rpma-perf tour: rpma over loopback (provider: %s), %ld CPUs, %.0f s per step\n",
+               provider_name(), ncpu, t);
     for (size_t i = 0; i < TOUR_STEPS && rc == 0; i++) {
         os[i] = (struct client_opts){.addr = LOOPBACK_ADDR,
                                      .port = ch.port,
@@ -561,6 +609,7 @@ int main(int argc, char *argv[]) {
     const char *mode = argv[1];
     if (parse(argc, argv, &cli)) return 2;
     cli.c.progress = !cli.json && isatty(STDERR_FILENO);
+    if (apply_provider(&cli, mode)) return 1;
 
     if (strcmp(mode, "server") == 0) {
         if (!cli.have_addr) cli.s.addr = "0.0.0.0";

@@ -9,6 +9,7 @@ set(RUNS
   "read 4096 4 1"
   "read 65536 8 2"
   "write 4096 4 1"
+  "write 4096 4 1 --provider tcp"
   "write 1048576 2 1"
   "write-flush 8 1 1"
   "write-flush-persistent 4096 2 1"
