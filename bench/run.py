@@ -13,7 +13,14 @@ Beside the bandwidth and write+flush cases: gpspm_* (rpma-perf --op gpspm: a wri
 request by send that the server's application thread answers; the server waits in rpma_cq_wait or
 busy-polls rpma_cq_get_wc as the client does) and sendrecv_* (rpma-perf --op send-recv, the same
 exchange without the write, next to the raw TCP ping-pong). Bandwidth cases also get CPU seconds
-(client + server) per GiB moved."""
+(client + server) per GiB moved.
+
+Same host (issue 11): rpma-shm is the rpma peer's command with --provider shm (the rpma peer
+passes --provider tcp, so its column stays tcp when librpma picks shm on one host by itself);
+shm-spin and shm-eventfd (bench/shm_peer pingpong) are the limits of the 8-byte round trips
+(busy-poll and blocking), memcpy and pvm-writev (shm_peer stream) those of the bandwidth cases.
+idle_1000 (only with --cases) opens 1000 idle connections with bench/idle_conns, once per
+provider. --peers runs a subset of the peers (the alias shm names rpma, rpma-shm and the limits)."""
 import argparse
 import json
 import os
@@ -62,9 +69,35 @@ P99_TARGETS = [("lat_blocking", "tcp", "<=", 1.2), ("lat_busy_poll", "tcp", "<="
 # (case, peer, relation, value): rpma's CPU seconds per GiB / the peer's
 CPU_TARGETS = [("write_64k", "tcp", "<=", 1.2)]
 
-TOOLS = {"perf": "rpma-perf", "tcp": "tcp_peer", "fabric": "fabric_peer", "ucx": "ucx_perftest"}
+# cases run only when --cases names them: 1000 idle connections per provider (issue 11);
+# the metric is Pss per connection (KiB), with the idle CPU beside it
+IDLE_CASES = [("idle_1000", "idle", 1000, False)]
 
-PEERS = ["rpma", "tcp", "libfabric", "ucx", "rpma_base"]
+# issue 11, (case, peer, reference, relation, value): the peer's median / the reference's, both
+# from the same run; reference None: the peer's median itself (us)
+SHM_TARGETS = [("lat_busy_poll", "rpma-shm", None, "<=", 3.0),
+               ("lat_blocking", "rpma-shm", "shm-eventfd", "<=", 1.2),
+               ("lat_blocking", "rpma-shm", "rpma", "<=", 0.5),
+               ("write_1m", "rpma-shm", "pvm-writev", ">=", 0.8),
+               ("write_1m", "rpma-shm", "rpma", ">=", 2.0),
+               ("read_1m", "rpma-shm", "pvm-writev", ">=", 0.8),
+               ("read_1m", "rpma-shm", "rpma", ">=", 2.0),
+               ("write_4k", "rpma-shm", "rpma", ">=", 3.0)]
+
+TOOLS = {"perf": "rpma-perf", "tcp": "tcp_peer", "fabric": "fabric_peer", "ucx": "ucx_perftest",
+         "shm": "shm_peer", "idle": "idle_conns"}
+
+# a peer's method is its name with - as _
+PEERS = ["rpma", "tcp", "libfabric", "ucx", "rpma_base",
+         "rpma-shm", "shm-spin", "shm-eventfd", "memcpy", "pvm-writev"]
+TCP_PEERS = ["tcp", "libfabric", "ucx", "rpma_base"]  # the main table and the plot
+SHM_PEERS = ["rpma-shm", "shm-spin", "shm-eventfd", "memcpy", "pvm-writev"]
+PEER_ALIASES = {"shm": ["rpma"] + SHM_PEERS}
+IDLE_PEERS = ("rpma", "rpma-shm")  # the only peers of IDLE_CASES
+
+
+class Unavailable(Exception):
+    """the host refuses what a limit peer measures (process_vm_writev: EPERM): not a failure"""
 
 
 class Runner:
@@ -72,6 +105,10 @@ class Runner:
         self.a = args
         self.port = 51000
         self.ucx_port = 52000
+        self.perf_has_provider = False
+        if args.perf:
+            h = subprocess.run([args.perf, "--help"], capture_output=True, text=True)
+            self.perf_has_provider = "--provider" in h.stdout
 
     def next_port(self):
         self.port = 51000 + (self.port - 51000 + 1) % 900
@@ -96,9 +133,15 @@ class Runner:
         return {"cpu_s": cpu, "proc_cpu_s": round(self.proc_cpu_s, 4), "bytes": nbytes}
 
     # each returns (metric value, extra dict, command string)
-    def rpma(self, kind, size, spin, env=None):
+    def rpma(self, kind, size, spin, env=None, provider="tcp"):
+        if kind == "idle":
+            return self.idle(size, provider) if env is None else None
         cmd = [self.a.perf, "loopback", "--port", str(self.next_port()), "--time",
                str(self.a.time), "--json"]
+        if self.perf_has_provider:
+            cmd += ["--provider", provider]
+        else:  # an rpma-perf from before --provider (a bundle): the variable it would set
+            env = dict(env or os.environ, RPMA_PROVIDER=provider)
         if kind in LAT_KINDS:
             op = {"lat": "write-flush", "gpspm": "gpspm", "sendrecv": "send-recv"}[kind]
             cmd += ["--op", op, "--size", str(size), "--iodepth", "1"]
@@ -109,10 +152,68 @@ class Runner:
         j = self.run_json(cmd, env=env)
         if not j.get("verified"):
             raise RuntimeError("rpma-perf data check failed")
+        if j.get("provider", provider) != provider:
+            raise RuntimeError(f"rpma-perf ran provider {j['provider']}, not {provider}")
         v = j["lat_us"]["p50"] if kind in LAT_KINDS else j["bw_bytes_per_s"] / MiB
         return v, {"client_cpu_s": j["client_cpu_s"], "server_cpu_s": j["server_cpu_s"],
                    "p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"],
-                   **self.cpu_extra(j, j["bytes"])}, cmd
+                   **self.cpu_extra(j, j["bytes"])}, \
+            (cmd if self.perf_has_provider else [f"RPMA_PROVIDER={provider}"] + cmd)
+
+    def rpma_shm(self, kind, size, spin):
+        return self.rpma(kind, size, spin, provider="shm")
+
+    # N idle connections (bench/idle_conns): Pss per connection in KiB, idle CPU beside it
+    def idle(self, n, provider):
+        if not self.a.idle:
+            return None
+        cmd = [self.a.idle, "--connections", str(n), "--idle", str(self.a.time), "--provider",
+               provider, "--port", str(self.next_port() + 3000)]
+        j = self.run_json(cmd, timeout=self.a.time * 4 + 180)
+        return j["pss_kib_per_conn"], {
+            "idle_cpu_s": j["idle_cpu_s"], "idle_cpu_pct": j["idle_cpu_pct_of_one_core"],
+            "wakeups_per_s": j["client"]["idle_wakeups_per_s"] +
+            j["server"]["idle_wakeups_per_s"], "connect_s": j["connect_s"],
+            "threads": j["client"]["threads"] + j["server"]["threads"],
+            "fds": j["client"]["fds"] + j["server"]["fds"],
+            "slab_kib_per_conn_systemwide": j["slab_kib_per_conn_systemwide"]}, cmd
+
+    # the same-host limits (bench/shm_peer): the ping-pong beside the 8-byte round trips ...
+    def shm_pingpong(self, mode, kind, size):
+        if not self.a.shm or kind not in ("lat", "sendrecv"):
+            return None
+        cmd = [self.a.shm, "pingpong", "--mode", mode, "--size", str(size), "--seconds",
+               str(self.a.time)]
+        j = self.run_json(cmd)
+        return j["lat_us"]["p50"], {"client_cpu_s": j["client_cpu_s"],
+                                    "server_cpu_s": j["server_cpu_s"],
+                                    "p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"],
+                                    **self.cpu_extra(j, j["ops"] * j["size"])}, cmd
+
+    def shm_spin(self, kind, size, spin):
+        return self.shm_pingpong("spin", kind, size) if spin else None
+
+    def shm_eventfd(self, kind, size, spin):
+        return None if spin else self.shm_pingpong("eventfd", kind, size)
+
+    # ... and streaming copies beside writes and reads (one stream is the reference for both)
+    def shm_stream(self, mode, kind, size):
+        if not self.a.shm or kind not in ("write", "read"):
+            return None
+        cmd = [self.a.shm, "stream", "--mode", mode, "--size", str(size), "--seconds",
+               str(self.a.time)]
+        j = self.run_json(cmd)
+        if not j.get("available", True):
+            raise Unavailable(f"{mode}: {j.get('error')}")
+        return j["bw_bytes_per_s"] / MiB, {"client_cpu_s": j["client_cpu_s"],
+                                          "server_cpu_s": j["server_cpu_s"],
+                                          **self.cpu_extra(j, j["ops"] * j["size"])}, cmd
+
+    def memcpy(self, kind, size, spin):
+        return self.shm_stream("memcpy", kind, size)
+
+    def pvm_writev(self, kind, size, spin):
+        return self.shm_stream("pvm_writev", kind, size)
 
     # the same rpma-perf over another build of librpma.so.0 (--baseline-lib): a regression check
     def rpma_base(self, kind, size, spin):
@@ -242,6 +343,8 @@ def machine():
 def fmt(v, kind):
     if v is None:
         return "-"
+    if kind == "idle":
+        return f"{v:.1f} KiB"
     return f"{v:.1f} us" if kind in LAT_KINDS else f"{v:.0f} MiB/s"
 
 
@@ -275,9 +378,9 @@ def plot(results, path):
     plt.rcParams["svg.hashsalt"] = "rpma-bench"  # the same results give the same file
     plt.rcParams["svg.fonttype"] = "none"        # text stays text
     # only cases with a peer to compare with (gpspm has none)
-    cases = [c for c in results["cases"] if any(v is not None
-                                                 for v in c["ratios_rpma_to"].values())]
-    peers = [p for p in PEERS[1:]
+    cases = [c for c in results["cases"] if c["kind"] != "idle" and
+             any(c["ratios_rpma_to"].get(p) is not None for p in TCP_PEERS)]
+    peers = [p for p in TCP_PEERS
              if any(c["ratios_rpma_to"].get(p) is not None for c in cases)]
     panels = [(k, [c for c in cases if (c["kind"] in LAT_KINDS) == (k == "lat")])
               for k in ("bw", "lat")]
@@ -349,14 +452,20 @@ def main():
     ap.add_argument("--tcp", help="bench/tcp_peer (required unless --from or --bin-dir)")
     ap.add_argument("--fabric", default=None)
     ap.add_argument("--ucx", default=None)
+    ap.add_argument("--shm", default=None, help="bench/shm_peer (the same-host limits)")
+    ap.add_argument("--idle", default=None, help="bench/idle_conns (case idle_1000)")
     ap.add_argument("--bin-dir", default=os.environ.get("RPMA_BENCH_BIN", ""),
-                    help="where to find rpma-perf, tcp_peer, fabric_peer and ucx_perftest "
-                    "not given by --perf, --tcp, --fabric, --ucx (default: $RPMA_BENCH_BIN)")
+                    help="where to find rpma-perf, tcp_peer, fabric_peer, ucx_perftest, "
+                    "shm_peer and idle_conns not given by --perf, --tcp, --fabric, --ucx, --shm, "
+                    "--idle (default: $RPMA_BENCH_BIN)")
     ap.add_argument("--time", type=float, default=3.0)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default="results.json")
     ap.add_argument("--cases", default="", help="comma-separated subset of the cases: " +
-                    ", ".join(c[0] for c in CASES))
+                    ", ".join(c[0] for c in CASES) + "; and, only when named: " +
+                    ", ".join(c[0] for c in IDLE_CASES))
+    ap.add_argument("--peers", default="", help="comma-separated subset of the peers: " +
+                    ", ".join(PEERS) + " (shm: " + ",".join(PEER_ALIASES["shm"]) + ")")
     ap.add_argument("--baseline-lib", default="",
                     help="a folder with another librpma.so.0: rpma-perf runs over it as well")
     ap.add_argument("--plot", default="", metavar="FILE.svg",
@@ -374,16 +483,27 @@ def main():
         if getattr(a, attr) is None or (attr in ("perf", "tcp") and not getattr(a, attr)):
             path = os.path.join(a.bin_dir, name) if a.bin_dir else ""
             setattr(a, attr, path if path and os.access(path, os.X_OK) else "")
-    if not a.perf or not a.tcp:
+    peers = PEERS
+    if a.peers:
+        want = [x for p in a.peers.split(",") for x in PEER_ALIASES.get(p, [p])]
+        unknown = set(want) - set(PEERS)
+        if unknown:
+            ap.error(f"unknown peer(s) {', '.join(sorted(unknown))}; the peers: " +
+                     ", ".join(PEERS) + ", or the alias shm")
+        peers = [p for p in PEERS if p in want]
+    if not a.perf or ("tcp" in peers and not a.tcp):
         ap.error("--perf and --tcp are required (or --bin-dir with them, or --from with --plot)")
-    print(f"run.py: rpma-perf {a.perf}, tcp_peer {a.tcp}, fabric_peer {a.fabric or '(none)'}, "
-          f"ucx_perftest {a.ucx or '(none)'}", file=sys.stderr)
+    print(f"run.py: rpma-perf {a.perf}, tcp_peer {a.tcp or '(none)'}, "
+          f"fabric_peer {a.fabric or '(none)'}, ucx_perftest {a.ucx or '(none)'}, "
+          f"shm_peer {a.shm or '(none)'}, idle_conns {a.idle or '(none)'}", file=sys.stderr)
     r = Runner(a)
-    unknown = set(a.cases.split(",")) - {c[0] for c in CASES} if a.cases else set()
+    all_cases = CASES + IDLE_CASES
+    unknown = set(a.cases.split(",")) - {c[0] for c in all_cases} if a.cases else set()
     if unknown:
         ap.error(f"unknown case(s) {', '.join(sorted(unknown))}; the cases: " +
-                 ", ".join(c[0] for c in CASES))
-    cases = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")]
+                 ", ".join(c[0] for c in all_cases))
+    cases = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")] + \
+        [c for c in IDLE_CASES if a.cases and c[0] in a.cases.split(",")]
     info = machine()
     samples = {(c[0], p): [] for c in cases for p in PEERS}
     extras = {(c[0], p): [] for c in cases for p in PEERS}
@@ -391,15 +511,21 @@ def main():
     t_start = time.time()
     for run in range(a.runs):
         for case, kind, size, spin in cases:
-            for peer in PEERS:
+            for peer in peers:
+                if kind == "idle" and peer not in IDLE_PEERS:
+                    continue
+                run_peer = getattr(r, peer.replace("-", "_"))
                 try:
                     try:
-                        res = getattr(r, peer)(kind, size, spin)
+                        res = run_peer(kind, size, spin)
                     except RuntimeError:  # e.g. a port taken by someone else: once more
-                        res = getattr(r, peer)(kind, size, spin)
+                        res = run_peer(kind, size, spin)
                 except Exception as e:  # one failed peer must not end the comparison
-                    errors.setdefault((case, peer), []).append(str(e))
-                    print(f"  run {run + 1} {case:14s} {peer:9s} FAILED: {e}", file=sys.stderr)
+                    un = isinstance(e, Unavailable)
+                    errors.setdefault((case, peer), []).append(
+                        ("unavailable: " if un else "") + str(e))
+                    print(f"  run {run + 1} {case:14s} {peer:11s} "
+                          f"{'UNAVAILABLE' if un else 'FAILED'}: {e}", file=sys.stderr)
                     continue
                 if res is None:
                     continue
@@ -407,7 +533,7 @@ def main():
                 samples[(case, peer)].append(v)
                 extras[(case, peer)].append(extra)
                 cmds[(case, peer)] = " ".join(str(c) for c in cmd)
-                print(f"  run {run + 1} {case:14s} {peer:9s} {fmt(v, kind)}", file=sys.stderr,
+                print(f"  run {run + 1} {case:14s} {peer:11s} {fmt(v, kind)}", file=sys.stderr,
                       flush=True)
     info["loadavg_end"] = os.getloadavg()[0]
     info["wall_s"] = round(time.time() - t_start, 1)
@@ -461,9 +587,23 @@ def main():
             met = None if ratio is None else (ratio >= val if rel == ">=" else ratio <= val)
             targets.append({"peer": tp, "ratio": ratio, "relation": rel, "value": val,
                             "met": met})
+        # issue 11: rpma-shm against every other peer, and its targets
+        shm_ratios = {p: (med["rpma-shm"] / med[p] if med["rpma-shm"] and med[p] else None)
+                      for p in PEERS if p != "rpma-shm"}
+        shm_targets = []
+        for tc, tp, ref, rel, val in SHM_TARGETS:
+            if tc != case or tp not in peers or (ref and ref not in peers):
+                continue
+            x = med[tp] if ref is None else (med[tp] / med[ref] if med[tp] and med[ref] else None)
+            met = None if x is None else (x >= val if rel == ">=" else x <= val)
+            shm_targets.append({"peer": tp, "reference": ref, "ratio": x, "relation": rel,
+                                "value": val, "met": met,
+                                "failed": [q for q in (tp, ref) if q and errors.get((case, q))
+                                           and not samples[(case, q)]]})
         out["cases"].append({
             "case": case, "kind": kind, "size": size, "busy_poll": spin,
-            "iodepth": 1 if kind in LAT_KINDS else DEPTH,
+            "iodepth": None if kind == "idle" else 1 if kind in LAT_KINDS else DEPTH,
+            "ratios_rpma_shm_to": shm_ratios, "shm_targets": shm_targets,
             "median": med, "samples": {p: samples[(case, p)] for p in PEERS},
             "p99_us": p99 if kind in LAT_KINDS else None,
             "p99_targets": p99_targets,
@@ -476,7 +616,7 @@ def main():
             "commands": {p: cmds.get((case, p)) for p in PEERS},
             "errors": {p: errors.get((case, p)) for p in PEERS if errors.get((case, p))}})
         rows.append((case, kind, med, ratios, targets, p99, cpu, cpu_ratios, cpu_targets,
-                     p99_targets))
+                     p99_targets, shm_ratios, shm_targets))
 
     # rpma against rpma in the same run: GPSPM (and send/recv) against write+flush (APM)
     rpma_med = {c["case"]: c["median"]["rpma"] for c in out["cases"]}
@@ -501,6 +641,99 @@ def main():
 
     def rt(x):
         return "-" if x is None else f"{x:.2f}x"
+
+    def cell(case, kind, med, p):
+        """the median, or why there is none: a peer that failed shows as such"""
+        if med[p] is None and errors.get((case, p)):
+            un = all(e.startswith("unavailable") for e in errors[(case, p)])
+            return "unavail." if un else "FAILED"
+        return fmt(med[p], kind)
+
+    show_tcp = any(p in TCP_PEERS for p in peers)
+    main_rows = [r for r in rows if r[1] != "idle"] if show_tcp else []
+    if main_rows:
+        print_tcp_tables(a, info, main_rows, relative, out, rt, cell)
+    shm_rows = [r for r in rows if r[1] != "idle"] if set(peers) & set(SHM_PEERS) else []
+    if shm_rows:
+        print_shm_tables(a, info, shm_rows, rt, cell)
+    idle_rows = [c for c in out["cases"] if c["kind"] == "idle"]
+    if idle_rows:
+        print_idle_table(idle_rows, errors)
+    print(f"\nJSON: {a.out}")
+    if a.plot:
+        plot(out, a.plot)
+    # failed: rpma produced nothing (or rpma-shm, when only it runs; any peer without either)
+    subjects = [p for p in ("rpma", "rpma-shm") if p in peers] or peers
+    return 1 if errors and not any(samples[(c[0], p)] for c in cases for p in subjects) else 0
+
+
+def verdict(t):
+    return "met" if t["met"] else ("MISSED" if t["met"] is False else "n/a")
+
+
+def print_shm_tables(a, info, rows, rt, cell):
+    """issue 11: rpma-shm beside rpma (tcp) and the same-host limits"""
+    print(f"\nsame host (issue 11): rpma-shm against rpma over tcp and the limits, medians of "
+          f"{a.runs} runs of {a.time:g} s, {info['cpus']} CPUs; latency = p50 of an 8-byte "
+          "round trip in us (limit: shm ping-pong, spinning for busy-poll, eventfd for "
+          "blocking), bandwidth in MiB/s (limit: process_vm_writev streaming)\n")
+    hdr = f"| {'case':18s} | {'rpma (tcp)':>11s} | {'rpma-shm':>11s} | {'ping-pong':>11s} | " \
+          f"{'memcpy':>11s} | {'pvm-writev':>11s} | {'shm/tcp':>7s} | {'/limit':>6s} | target |"
+    print(hdr)
+    print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
+    for case, kind, med, _, _, _, _, _, _, _, shm_ratios, shm_targets in rows:
+        pp = "shm-spin" if case.endswith("busy_poll") else "shm-eventfd"
+        limit = pp if kind in LAT_KINDS else "pvm-writev"
+        tg = []
+        for t in shm_targets:
+            what = f"{t['relation']}{t['value']:g}" + \
+                (f"x {t['reference']}" if t["reference"] else " us")
+            tg.append(f"{what}: " + (f"n/a ({', '.join(t['failed'])} FAILED)"
+                                     if t["failed"] else verdict(t)))
+        print(f"| {case:18s} | {cell(case, kind, med, 'rpma'):>11s} | "
+              f"{cell(case, kind, med, 'rpma-shm'):>11s} | "
+              f"{cell(case, kind, med, pp) if kind in LAT_KINDS else '-':>11s} | "
+              f"{cell(case, kind, med, 'memcpy'):>11s} | "
+              f"{cell(case, kind, med, 'pvm-writev'):>11s} | {rt(shm_ratios['rpma']):>7s} | "
+              f"{rt(shm_ratios[limit]):>6s} | " + ", ".join(tg))
+    bw = [r for r in rows if r[1] not in LAT_KINDS]
+    if bw:
+        print("\nsame host: CPU seconds (client + server) per GiB moved, medians\n")
+        print(f"| {'case':18s} | {'rpma (tcp)':>10s} | {'rpma-shm':>8s} | {'memcpy':>7s} | "
+              f"{'pvm-writev':>10s} |")
+        print(f"|{'-' * 20}|{'-' * 12}|{'-' * 10}|{'-' * 9}|{'-' * 12}|")
+        for case, kind, med, _, _, _, cpu, *_ in bw:
+            def cs(p):
+                return "-" if cpu[p] is None else f"{cpu[p]:.3f}"
+            print(f"| {case:18s} | {cs('rpma'):>10s} | {cs('rpma-shm'):>8s} | "
+                  f"{cs('memcpy'):>7s} | {cs('pvm-writev'):>10s} |")
+
+
+def print_idle_table(cases, errors):
+    """N idle connections per provider: memory and idle CPU (issue 11 asks for both)"""
+    print("\nidle connections (bench/idle_conns), medians: Pss of client + server per connection, "
+          "their CPU and wakeups over the idle window\n")
+    print(f"| {'case':10s} | {'peer':10s} | {'KiB/conn':>8s} | {'idle CPU':>9s} | "
+          f"{'wakeups/s':>9s} | {'threads':>7s} | {'fds':>6s} | {'connect':>8s} |")
+    print(f"|{'-' * 12}|{'-' * 12}|{'-' * 10}|{'-' * 11}|{'-' * 11}|{'-' * 9}|{'-' * 8}|"
+          f"{'-' * 10}|")
+    for c in cases:
+        for p in IDLE_PEERS:
+            ex = c["details"].get(p) or []
+            if not ex:
+                if errors.get((c["case"], p)):
+                    print(f"| {c['case']:10s} | {p:10s} | {'FAILED':>8s} | {'':9s} | {'':9s} | "
+                          f"{'':7s} | {'':6s} | {'':8s} |")
+                continue
+
+            def m(k):
+                return statistics.median(e[k] for e in ex)
+            print(f"| {c['case']:10s} | {p:10s} | {c['median'][p]:8.1f} | "
+                  f"{m('idle_cpu_pct'):8.3f}% | {m('wakeups_per_s'):9.1f} | "
+                  f"{int(m('threads')):7d} | {int(m('fds')):6d} | {m('connect_s'):7.2f}s |")
+
+
+def print_tcp_tables(a, info, rows, relative, out, rt, cell):
     print(f"\nrpma vs peers over loopback: medians of {a.runs} runs of {a.time:g} s, "
           f"{info['cpus']} CPUs ({info['cpu_model']}), load {info['loadavg_start']:.1f} -> "
           f"{info['loadavg_end']:.1f}")
@@ -513,16 +746,15 @@ def main():
           (f"{'rpma base':>11s} | {'/base':>6s} | " if base else "") + "target |"
     print(hdr)
     print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
-    def verdict(t):
-        return "met" if t["met"] else ("MISSED" if t["met"] is False else "n/a")
     for case, kind, med, ratios, targets, *_ in rows:
         tg = ", ".join(f"{t['peer']} {t['relation']}{t['value']:g}: {verdict(t)}"
                        for t in targets) or ""
-        print(f"| {case:18s} | {fmt(med['rpma'], kind):>11s} | {fmt(med['tcp'], kind):>11s} | "
-              f"{fmt(med['libfabric'], kind):>11s} | {fmt(med['ucx'], kind):>11s} | "
+        print(f"| {case:18s} | {cell(case, kind, med, 'rpma'):>11s} | "
+              f"{cell(case, kind, med, 'tcp'):>11s} | "
+              f"{cell(case, kind, med, 'libfabric'):>11s} | {cell(case, kind, med, 'ucx'):>11s} | "
               f"{rt(ratios['tcp']):>6s} | {rt(ratios['libfabric']):>7s} | "
               f"{rt(ratios['ucx']):>6s} | " +
-              (f"{fmt(med['rpma_base'], kind):>11s} | {rt(ratios['rpma_base']):>6s} | "
+              (f"{cell(case, kind, med, 'rpma_base'):>11s} | {rt(ratios['rpma_base']):>6s} | "
                if base else "") + tg)
 
     lat_rows = [r for r in rows if r[1] in LAT_KINDS]
@@ -531,7 +763,7 @@ def main():
         print(f"| {'case':18s} | {'rpma p50':>8s} | {'rpma p99':>8s} | {'TCP p50':>8s} | "
               f"{'TCP p99':>8s} | {'p99/TCP':>7s} | target |")
         print(f"|{'-' * 20}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 9}|--------|")
-        for case, kind, med, ratios, targets, p99, _, _, _, p99_targets in lat_rows:
+        for case, kind, med, ratios, targets, p99, _, _, _, p99_targets, *_ in lat_rows:
             def us(x):
                 return "-" if x is None else f"{x:.1f}"
             r99 = p99["rpma"] / p99["tcp"] if p99["rpma"] and p99["tcp"] else None
@@ -557,7 +789,7 @@ def main():
               f"{'UCX':>7s} | {'/TCP':>6s} | {'/fabric':>7s} | target |")
         print(f"|{'-' * 20}|{'-' * 9}|{'-' * 9}|{'-' * 9}|{'-' * 9}|{'-' * 8}|{'-' * 9}|"
               "--------|")
-        for case, kind, med, ratios, targets, p99, cpu, cpu_ratios, cpu_targets, _ in bw_rows:
+        for case, kind, med, ratios, targets, p99, cpu, cpu_ratios, cpu_targets, *_ in bw_rows:
             def cs(p):
                 if cpu[p] is None:
                     return "-"
@@ -567,10 +799,6 @@ def main():
             print(f"| {case:18s} | {cs('rpma'):>7s} | {cs('tcp'):>7s} | {cs('libfabric'):>7s} | "
                   f"{cs('ucx'):>7s} | {rt(cpu_ratios['tcp']):>6s} | "
                   f"{rt(cpu_ratios['libfabric']):>7s} | {tg}")
-    print(f"\nJSON: {a.out}")
-    if a.plot:
-        plot(out, a.plot)
-    return 1 if errors and not any(samples[(c[0], 'rpma')] for c in cases) else 0
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # run.sh -- builds rpma-perf and the peers (Release) and runs them side by side on loopback:
 # rpma-perf, raw TCP (tcp_peer), libfabric's tcp provider (fabric_peer) and UCX over TCP
-# (ucx_perftest). Medians of 3 runs; the table goes to stdout, the data to bench/results.json.
+# (ucx_perftest); rpma-perf --provider shm and the same-host limits (shm_peer, idle_conns).
+# Medians of 3 runs; the table goes to stdout, the data to bench/results.json.
 #
-#   bench/run.sh [--build DIR] [--time S] [--runs N] [--cases a,b] [--out FILE]
+#   bench/run.sh [--build DIR] [--time S] [--runs N] [--cases a,b] [--peers a,b] [--out FILE]
 #                [--baseline-lib DIR]   (rpma-perf also over DIR/librpma.so.0, column "rpma base")
 #
 # Installs nothing: missing peers are skipped with a message (bench/install-deps.sh adds them).
@@ -16,6 +17,7 @@ TIME=3
 RUNS=3
 OUT=$HERE/results.json
 CASES=""
+PEERS=""
 BASELINE=""
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -24,8 +26,9 @@ while [[ $# -gt 0 ]]; do
         --runs) RUNS=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
         --cases) CASES=$2; shift 2 ;;
+        --peers) PEERS=$2; shift 2 ;;
         --baseline-lib) BASELINE=$2; shift 2 ;;
-        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -36,7 +39,7 @@ done
 
 echo "run.sh: building in $BUILD (Release)" >&2
 cmake -S "$REPO" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DRPMA_BUILD_BENCH=ON >/dev/null
-targets=(rpma-perf tcp_peer)
+targets=(rpma-perf tcp_peer shm_peer idle_conns)
 if pkg-config --exists libfabric 2>/dev/null; then
     targets+=(fabric_peer)
 else
@@ -47,6 +50,8 @@ cmake --build "$BUILD" -j2 --target "${targets[@]}" >/dev/null
 
 PERF=$BUILD/tools/rpma-perf/rpma-perf
 TCP=$BUILD/bench/tcp_peer
+SHM=$BUILD/bench/shm_peer
+IDLE=$BUILD/bench/idle_conns
 FABRIC=""
 [[ -x $BUILD/bench/fabric_peer ]] && FABRIC=$BUILD/bench/fabric_peer
 UCX=$(command -v ucx_perftest || true)
@@ -56,5 +61,6 @@ if [[ -z $UCX ]]; then
 fi
 
 exec python3 "$HERE/run.py" --perf "$PERF" --tcp "$TCP" --fabric "$FABRIC" --ucx "$UCX" \
-    --time "$TIME" --runs "$RUNS" --out "$OUT" ${CASES:+--cases "$CASES"} \
+    --shm "$SHM" --idle "$IDLE" \
+    --time "$TIME" --runs "$RUNS" --out "$OUT" ${CASES:+--cases "$CASES"} ${PEERS:+--peers "$PEERS"} \
     ${BASELINE:+--baseline-lib "$BASELINE"}
