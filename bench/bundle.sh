@@ -6,7 +6,8 @@
 #   bench/bundle.sh DIR [--build BUILD_DIR] [--jobs N]
 #   scp -r DIR host: && ssh host DIR/run.sh [run.py options, e.g. --cases write_64k --runs 3]
 #
-# DIR/libexec/   rpma-perf, tcp_peer, fabric_peer, ucx_perftest (the ELF programs)
+# DIR/libexec/   rpma-perf, tcp_peer, shm_peer, idle_conns, fabric_peer, ucx_perftest (the ELF
+#                programs)
 # DIR/bin/       one sh wrapper per program: it starts the program through the bundled dynamic
 #                loader with --library-path DIR/lib, FI_PROVIDER_PATH=DIR/lib/libfabric and
 #                UCX_MODULE_DIR=DIR/lib/ucx, so only bundled libraries are loaded
@@ -49,7 +50,7 @@ fi
 echo "bundle.sh: building in $BUILD (Release)" >&2
 cmake -S "$REPO" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DRPMA_BUILD_TESTS=OFF \
       -DRPMA_BUILD_BENCH=ON >/dev/null
-targets=(rpma rpma-perf tcp_peer)
+targets=(rpma rpma-perf tcp_peer shm_peer idle_conns)
 if pkg-config --exists libfabric 2>/dev/null; then
     targets+=(fabric_peer)
 else
@@ -62,7 +63,8 @@ DIR=$(cd "$DIR" && pwd)
 rm -rf "${DIR:?}/bin" "${DIR:?}/libexec" "${DIR:?}/lib"
 mkdir -p "$DIR/bin" "$DIR/libexec" "$DIR/lib"
 
-progs=("$BUILD/tools/rpma-perf/rpma-perf" "$BUILD/bench/tcp_peer")
+progs=("$BUILD/tools/rpma-perf/rpma-perf" "$BUILD/bench/tcp_peer" "$BUILD/bench/shm_peer"
+       "$BUILD/bench/idle_conns")
 [[ -x $BUILD/bench/fabric_peer ]] && progs+=("$BUILD/bench/fabric_peer")
 UCX=$(command -v ucx_perftest || true)
 if [[ -n $UCX ]]; then

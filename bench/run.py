@@ -6,8 +6,9 @@ and the medians are reported. Called by bench/run.sh, which builds the programs 
 --plot FILE.svg draws the rpma/peer ratios (matplotlib); with --from RESULTS.json it only draws
 the picture of an earlier run:
     python3 bench/run.py --plot docs/performance.svg --from bench/results.json
---bin-dir DIR (or RPMA_BENCH_BIN) finds rpma-perf, tcp_peer, fabric_peer and ucx_perftest in DIR
-when --perf, --tcp, --fabric or --ucx are not given (a bench/bundle.sh bundle passes its bin/).
+--bin-dir DIR (or RPMA_BENCH_BIN) finds rpma-perf, tcp_peer, fabric_peer, ucx_perftest, shm_peer
+and idle_conns in DIR when --perf, --tcp, --fabric, --ucx, --shm or --idle are not given (a
+bench/bundle.sh bundle passes its bin/).
 
 Beside the bandwidth and write+flush cases: gpspm_* (rpma-perf --op gpspm: a write, then a flush
 request by send that the server's application thread answers; the server waits in rpma_cq_wait or
