@@ -34,8 +34,4 @@ class ByteStream {
     virtual void pass_wake() noexcept {}
 };
 
-// Set while a thread spins on a CQ (poll_once): it looks again soon, so a stream need not ask
-// the peer for a doorbell when it finds nothing.
-inline thread_local bool t_spinning = false;
-
 }  // namespace rpma::rc

@@ -149,10 +149,6 @@ bool QueuePair::established() {
 
 void QueuePair::poll_once(bool requests) {
     if (!established()) return;  // the handshake owns the streams until then
-    struct Spinning {
-        Spinning() noexcept { t_spinning = true; }
-        ~Spinning() { t_spinning = false; }
-    } spinning;
     Stream &s = req();
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
     if (!rl) return;  // someone is reading it already

@@ -76,8 +76,9 @@ ssize_t ShmStream::readv(const iovec *iov, int n) {
     uint64_t avail = c->head.load(std::memory_order_acquire) - tail_;
     if (avail == 0) {
         bool ended = input_ended();
-        // a spinning poller looks again soon: no doorbell for it
-        if (!ended && !rc::t_spinning) c->sleeping.store(1);
+        // Ask for a doorbell even when a spinning poller reads: it may stop at any time, and
+        // then only the engine thread reads on (the cost: a doorbell per message).
+        if (!ended) c->sleeping.store(1);
         avail = c->head.load() - tail_;  // after `closed` or the flag
         if (avail == 0) {
             if (ended) return 0;
@@ -148,7 +149,7 @@ bool ShmStream::arm() noexcept {
 void ShmStream::yielded() noexcept {
     // The reader leaves the stream until its next wake-up (it may stop short of EAGAIN): ask
     // for a doorbell, and ring our own if input is left, as level-triggered epoll would.
-    if (!rc::t_spinning) in_.ctl->sleeping.store(1);
+    in_.ctl->sleeping.store(1);
     if (in_.ctl->head.load() != tail_) doorbell(wake_fd_);
 }
 
