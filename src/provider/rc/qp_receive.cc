@@ -39,20 +39,7 @@ void QueuePair::on_events(int fd, uint32_t events) {
         if (key) engine_->remove(key);
         return;
     }
-    if (events & EPOLLOUT) {
-        bool sent, drained = false;
-        {
-            std::lock_guard lk(s.mu);
-            sent = flush_tx(s);
-            drained = sent && take_drained(s);
-        }
-        if (!sent) {
-            lost(s.why ? s.why : "send failed");  // not under s.mu: lost() takes it
-            return;
-        }
-        if (&s == &resp()) absorb_queued_nak();
-        if (drained) resume_now();  // the request waiting for our answers to leave
-    }
+    if ((events & EPOLLOUT) && !on_writable(s, true)) return;
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         bool stalled;
         {
@@ -80,6 +67,28 @@ void QueuePair::on_events(int fd, uint32_t events) {
         }
         read_stream_if_free(s);
     }
+}
+
+bool QueuePair::on_writable(Stream &s, bool engine) {
+    bool sent, drained = false;
+    {
+        std::lock_guard lk(s.mu);
+        sent = flush_tx(s);
+        drained = sent && take_drained(s);
+    }
+    if (!sent) {
+        lost(s.why ? s.why : "send failed");  // not under s.mu: lost() takes it
+        return false;
+    }
+    if (&s == &resp()) absorb_queued_nak();
+    if (drained) {
+        // the request waiting for our answers to leave
+        if (engine)
+            resume_now();
+        else
+            resume_responder();
+    }
+    return true;
 }
 
 void QueuePair::read_stream_if_free(Stream &s) {
@@ -132,13 +141,20 @@ void QueuePair::drive(int channel_fd) {
     // a doorbell stream (shm) first asks to be woken, and skips the sleep if input came
     bool ready = ok && (s.io->arm() | (serve && r.io->arm()));
     int n = ready ? 0 : ::poll(p, ok ? (serve ? 3 : 2) : 1, -1);
-    if (!ok) return;
-    if (n > 0 && p[1].revents) s.io->woken(EPOLLIN);
+    if (!ok) {
+        hand_back(s);  // the engine may have stepped aside while we held the lock
+        return;
+    }
+    // A doorbell taken here may also have meant room to send (woken: EPOLLOUT): handled here
+    // too, as the engine would have.
+    bool s_out = n > 0 && p[1].revents && (s.io->woken(EPOLLIN) & EPOLLOUT);
     if (ready || (n > 0 && p[1].revents)) read_stream(s);
     rl.unlock();
     hand_back(s);
-    if (n > 0 && serve && p[2].revents) r.io->woken(EPOLLIN);
+    if (s_out) on_writable(s, false);  // (a failure was handled: the connection is lost)
+    bool r_out = n > 0 && serve && p[2].revents && (r.io->woken(EPOLLIN) & EPOLLOUT);
     if (serve && (ready || (n > 0 && p[2].revents))) serve_requests();
+    if (r_out) on_writable(r, false);
     if (aside) hand_back(r);  // the engine serves them again until the next wait
 }
 
@@ -152,13 +168,14 @@ void QueuePair::poll_once(bool requests) {
     Stream &s = req();
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
     if (!rl) return;  // someone is reading it already
+    bool go;
     {
         std::lock_guard lk(s.mu);
-        if (!s.key || !s.rx_on) return;
+        go = s.key && s.rx_on;
     }
-    read_stream(s);
+    if (go) read_stream(s);
     rl.unlock();
-    hand_back(s);
+    hand_back(s);  // on every path: the engine may have stepped aside while we held the lock
     // A spinning thread pays a system call for each look at the request stream: it looks on
     // every poll only where requests came before (GPSPM, request/reply), else now and then.
     if (requests &&
@@ -171,16 +188,17 @@ void QueuePair::serve_requests() {
     Stream &r = resp();
     std::unique_lock rl(r.rx_mu, std::try_to_lock);
     if (!rl) return;  // the engine is serving them
+    bool go;
     {
         std::lock_guard lk(r.mu);
-        if (!r.key || !r.rx_on || r.stalled) return;
+        go = r.key && r.rx_on && !r.stalled;
     }
     uint64_t before = resp_seq_.load(std::memory_order_relaxed);
-    read_stream(r);
+    if (go) read_stream(r);
     if (resp_seq_.load(std::memory_order_relaxed) != before)
         waiter_serves_.store(true, std::memory_order_relaxed);
     rl.unlock();
-    hand_back(r);
+    hand_back(r);  // on every path, as in poll_once
 }
 
 void QueuePair::hand_back(Stream &s) {

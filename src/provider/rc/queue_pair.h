@@ -191,7 +191,10 @@ class QueuePair : public prov::QueuePair,
     // rx
     void read_stream(Stream &s);          // s.rx_mu held
     void read_stream_if_free(Stream &s);  // takes s.rx_mu, or leaves the work to its holder
-    void hand_back(Stream &s);            // after s.rx_mu: the engine polls s again
+    // EPOLLOUT: queued frames out, a request that waited for them resumed (on this thread if
+    // engine, else on the engine's). false if the connection was lost.
+    bool on_writable(Stream &s, bool engine);
+    void hand_back(Stream &s);  // after s.rx_mu: the engine polls s again
     enum class Step { kContinue, kBlock, kStall, kFatal, kStop };
     Step read_frames(Stream &s);                  // s.rx_mu held: until blocked, stalled or done
     Step take_header(Stream &s, bool responder);  // s.rx_mu held: the staged header

@@ -51,7 +51,7 @@ class OfferDesk final : public Handler, public std::enable_shared_from_this<Offe
     Engine *engine_;
     Fd lfd_;
     uint64_t lkey_ = 0;
-    std::unordered_map<int, Conn> conns_;       // accepted, offer not read yet
+    std::unordered_map<int, Conn> conns_;        // accepted, offer not read yet
     std::unordered_map<uint64_t, Held> offers_;  // by token
 };
 

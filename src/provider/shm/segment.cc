@@ -59,7 +59,7 @@ bool Segment::attach(Fd fd, uint32_t ring_size, std::string *why) {
         *why = "the peer's shared memory is not sealed against resizing";
         return false;
     }
-    struct stat st{};
+    struct stat st {};
     len_ = bytes_for(ring_size);
     if (::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
         static_cast<size_t>(st.st_size) != len_) {

@@ -16,8 +16,8 @@ namespace rpma::shm {
 // A ring's control block. Each index has one writer; the other side only reads it and bounds it
 // before use.
 struct RingCtl {
-    alignas(64) std::atomic<uint64_t> head;  // bytes the producer has written
-    alignas(64) std::atomic<uint64_t> tail;  // bytes the consumer has read
+    alignas(64) std::atomic<uint64_t> head;      // bytes the producer has written
+    alignas(64) std::atomic<uint64_t> tail;      // bytes the consumer has read
     alignas(64) std::atomic<uint32_t> sleeping;  // the consumer wants a doorbell for input
     std::atomic<uint32_t> waiting;               // the producer wants one for space
     std::atomic<uint32_t> closed;                // the producer wrote its last byte

@@ -66,8 +66,7 @@ ssize_t ShmStream::writev(const iovec *iov, int n) {
 }
 
 bool ShmStream::input_ended() const noexcept {
-    return gone_.load(std::memory_order_acquire) ||
-           in_.ctl->closed.load(std::memory_order_acquire);
+    return gone_.load(std::memory_order_acquire) || in_.ctl->closed.load(std::memory_order_acquire);
 }
 
 ssize_t ShmStream::readv(const iovec *iov, int n) {

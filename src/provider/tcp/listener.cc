@@ -65,9 +65,9 @@ int Listener::create(Engine *engine, const char *addr, const char *port,
     socklen_t blen = sizeof(bound);
     if (prov::provider_choice() != prov::Choice::kTcp &&
         ::getsockname(l->lfd_.get(), reinterpret_cast<sockaddr *>(&bound), &blen) == 0) {
-        uint16_t port = ntohs(bound.ss_family == AF_INET6
-                                  ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
-                                  : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
+        uint16_t port =
+            ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
+                                              : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
         l->desk_ = shm::OfferDesk::open(engine, port);
     }
     *out = std::move(l);
@@ -224,16 +224,18 @@ void Listener::read_hello(Pending &p) {
 }
 
 void Listener::complete(uint64_t token, Half &half) {
-    IncomingConn in{std::move(half.main), std::move(half.join), half.qp_num,
-                    std::move(half.pdata), nullptr};
+    IncomingConn in{std::move(half.main), std::move(half.join), half.qp_num, std::move(half.pdata),
+                    nullptr};
     bool offered = half.shm_offered;
     halves_.erase(token);
     std::string why = "the client made no shared-memory offer";
     if (offered && !desk_) why = "this endpoint takes no shared-memory offers";
     if (offered && desk_) in.shm = desk_->take(token, &why);
     if (!in.shm && prov::provider_choice() == prov::Choice::kShm) {
-        RPMA_LOG_ERROR("RPMA_PROVIDER=shm: refusing a connection request that cannot use "
-                       "shared memory (%s)", why.c_str());
+        RPMA_LOG_ERROR(
+            "RPMA_PROVIDER=shm: refusing a connection request that cannot use "
+            "shared memory (%s)",
+            why.c_str());
         QueuePair::reject(in.main);
         return;
     }

@@ -73,7 +73,7 @@ class QueuePair final : public rc::QueuePair {
     std::vector<uint8_t> local_pdata_;
     Reply reply_{};
     size_t reply_got_ = 0;
-    std::shared_ptr<shm::Link> shm_;  // the connection runs (or, client, may run) on it
+    std::shared_ptr<shm::Link> shm_;    // the connection runs (or, client, may run) on it
     std::atomic<uint64_t> ctl_key_{0};  // the control socket's registration
 };
 
