@@ -32,6 +32,8 @@ class ByteStream {
     // A wake-up (woken) was taken by a thread that could not read: another holds the stream.
     // A doorbell stream rings again for that one; a socket stays readable by itself.
     virtual void pass_wake() noexcept {}
+    // The fd is a doorbell, not a socket.
+    virtual bool doorbell() const noexcept { return false; }
 };
 
 }  // namespace rpma::rc

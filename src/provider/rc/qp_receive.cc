@@ -121,6 +121,12 @@ void QueuePair::drive(int channel_fd) {
     {
         std::lock_guard lk(s.mu);
         ok = ok && s.key != 0 && s.rx_on;
+        // A doorbell wakes every thread that sleeps on it, and the engine could only step
+        // aside after waking: it steps aside now (a socket keeps it off by rx_mu alone).
+        if (ok && s.io->doorbell() && !s.backoff) {
+            s.backoff = true;
+            update_mask(s);
+        }
     }
     bool aside = false;
     if (ok) {

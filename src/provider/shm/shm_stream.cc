@@ -11,7 +11,7 @@
 namespace rpma::shm {
 
 namespace {
-void doorbell(int fd) noexcept {
+void ring(int fd) noexcept {
     uint64_t one = 1;
     ssize_t r = ::write(fd, &one, sizeof(one));
     (void)r;  // an eventfd takes 2^64-2 rings before it would block
@@ -19,7 +19,7 @@ void doorbell(int fd) noexcept {
 }  // namespace
 
 void ShmStream::ring_peer() noexcept {
-    doorbell(peer_fd_);
+    ring(peer_fd_);
 }
 
 ssize_t ShmStream::writev(const iovec *iov, int n) {
@@ -116,7 +116,7 @@ void ShmStream::shutdown(int how) {
     }
     if (how == SHUT_RDWR) {
         shut_rd_.store(true, std::memory_order_relaxed);
-        doorbell(wake_fd_);  // our engine sees the end, as after a socket's shutdown
+        ring(wake_fd_);  // our engine sees the end, as after a socket's shutdown
     }
 }
 
@@ -149,16 +149,16 @@ void ShmStream::yielded() noexcept {
     // The reader leaves the stream until its next wake-up (it may stop short of EAGAIN): ask
     // for a doorbell, and ring our own if input is left, as level-triggered epoll would.
     in_.ctl->sleeping.store(1);
-    if (in_.ctl->head.load() != tail_) doorbell(wake_fd_);
+    if (in_.ctl->head.load() != tail_) ring(wake_fd_);
 }
 
 void ShmStream::pass_wake() noexcept {
-    doorbell(wake_fd_);
+    ring(wake_fd_);
 }
 
 void ShmStream::peer_gone() noexcept {
     gone_.store(true, std::memory_order_release);
-    doorbell(wake_fd_);
+    ring(wake_fd_);
 }
 
 }  // namespace rpma::shm

@@ -33,6 +33,7 @@ class ShmStream final : public rc::ByteStream {
     bool arm() noexcept override;
     void yielded() noexcept override;
     void pass_wake() noexcept override;
+    bool doorbell() const noexcept override { return true; }
 
     // The peer's process has gone (its control socket ended): what it wrote is still read,
     // then the stream ends; writes fail.
