@@ -77,6 +77,12 @@ long long it_now_ms(void) {
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+long long it_now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 bool it_poll_fd(int fd, int timeout_ms) {
     long long deadline = it_now_ms() + timeout_ms;
     for (;;) {
@@ -286,6 +292,17 @@ const char *it_wc_status_str(enum ibv_wc_status status) {
         default:
             return "other status";
     }
+}
+
+int it_shm_mappings(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) IT_FAIL("/proc/self/maps: %s", strerror(errno));
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, "/memfd:rpma-shm")) n++;
+    fclose(f);
+    return n;
 }
 
 int it_fork(void) {

@@ -80,6 +80,8 @@ void *it_alloc(size_t size);
 
 /* monotonic milliseconds */
 long long it_now_ms(void);
+/* monotonic microseconds */
+long long it_now_us(void);
 
 /* waits until fd is readable; returns false on timeout */
 bool it_poll_fd(int fd, int timeout_ms);
@@ -133,6 +135,14 @@ void it_cq_expect_empty(struct rpma_cq *cq);
 
 /* a name for a completion status (no libibverbs needed) */
 const char *it_wc_status_str(enum ibv_wc_status status);
+
+/* ---- providers ---- */
+
+/*
+ * How many shared-memory segments of the shm provider (memfds named rpma-shm) this process maps
+ * now: one per connection that runs on shm, none for one that stayed on tcp.
+ */
+int it_shm_mappings(void);
 
 /* ---- processes ---- */
 

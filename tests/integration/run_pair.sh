@@ -2,6 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # run_pair.sh BIN PORT [args] -- runs "BIN server 127.0.0.1 PORT args", waits for its READY line,
 # then runs "BIN client 127.0.0.1 PORT args"; passes only if both exit 0. Every wait is bounded.
+# Optional per-role environments: RPMA_IT_SERVER_ENV and RPMA_IT_CLIENT_ENV, each a list of
+# space-separated NAME=VALUE words that env(1) sets for that role only (e.g.
+# RPMA_IT_SERVER_ENV="RPMA_PROVIDER=tcp"), over the environment the runner itself got.
 set -u
 
 if [ $# -lt 2 ]; then
@@ -14,6 +17,10 @@ shift 2
 ADDR=127.0.0.1
 LIMIT=${RPMA_IT_TIMEOUT:-60} # seconds for each process
 READY_WAIT=20                # seconds for the server to listen
+# shellcheck disable=SC2206 # split into words on purpose
+SERVER_ENV=(${RPMA_IT_SERVER_ENV:-})
+# shellcheck disable=SC2206
+CLIENT_ENV=(${RPMA_IT_CLIENT_ENV:-})
 
 out=$(mktemp "${TMPDIR:-/tmp}/rpma_it_server.XXXXXX")
 spid=
@@ -29,7 +36,7 @@ cleanup() {
 trap cleanup EXIT
 
 # -k: a process that ignores TERM is killed anyway
-timeout -k 5 "$LIMIT" "$BIN" server "$ADDR" "$PORT" "$@" >"$out" &
+timeout -k 5 "$LIMIT" env "${SERVER_ENV[@]}" "$BIN" server "$ADDR" "$PORT" "$@" >"$out" &
 spid=$!
 
 ready=0
@@ -49,7 +56,7 @@ if [ $ready -ne 1 ]; then
 	exit 1
 fi
 
-timeout -k 5 "$LIMIT" "$BIN" client "$ADDR" "$PORT" "$@" &
+timeout -k 5 "$LIMIT" env "${CLIENT_ENV[@]}" "$BIN" client "$ADDR" "$PORT" "$@" &
 cpid=$!
 wait "$cpid"
 crc=$?
