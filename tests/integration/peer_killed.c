@@ -7,6 +7,11 @@
  * Modes: kill_server (the client kills the server) and kill_client (the server kills the
  * client). The role that gets killed forks: its child does the work and dies, its parent only
  * checks that the child was killed. The victim's pid travels in the private data.
+ *
+ * The survivor prints how long after the kill its event came. With RPMA_PROVIDER=shm (where the
+ * connection must run on shared memory) it fails past LOST_MAX_MS_SHM: the control socket's end
+ * tells a side at once that its peer's process is gone (issue 11's target is 100 ms; the bound
+ * is loose so that a loaded machine does not make it flaky).
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -16,9 +21,11 @@
 #include "common.h"
 
 #define MSG 64
+#define LOST_MAX_MS_SHM 1000
 
 /* posts a receive and a send that cannot complete while the peer lives, kills it, checks */
-static void survive(struct rpma_peer *peer, struct rpma_conn *conn, int32_t victim) {
+static void survive(const char *role, struct rpma_peer *peer, struct rpma_conn *conn,
+                    int32_t victim) {
     char *buf = it_alloc(2 * MSG);
     struct rpma_mr_local *mr = NULL;
     CHECK_OK(rpma_mr_reg(peer, buf, 2 * MSG, RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV, &mr));
@@ -31,11 +38,22 @@ static void survive(struct rpma_peer *peer, struct rpma_conn *conn, int32_t vict
     struct ibv_wc wc;
     CHECK(!it_cq_next(cq, &wc, 300)); /* nothing can complete yet */
 
+    const char *provider = getenv("RPMA_PROVIDER");
+    bool shm = provider && strcmp(provider, "shm") == 0;
+    CHECK_EQ(it_shm_mappings(), shm ? 1 : 0);
+
     CHECK(victim > 1);
+    long long t0 = it_now_us();
     CHECK(kill((pid_t)victim, SIGKILL) == 0);
     enum rpma_conn_event ev = it_next_event(conn);
+    long long us = it_now_us() - t0;
+    printf("%s: %s %.1f ms after the kill (provider %s)\n", role, rpma_utils_conn_event_2str(ev),
+           us / 1000.0, provider ? provider : "auto");
     if (ev != RPMA_CONN_LOST && ev != RPMA_CONN_CLOSED)
         IT_FAIL("event %s after the peer died", rpma_utils_conn_event_2str(ev));
+    if (shm && us > LOST_MAX_MS_SHM * 1000LL)
+        IT_FAIL("on shm the event came %.1f ms after the kill, more than %d ms", us / 1000.0,
+                LOST_MAX_MS_SHM);
 
     bool seen_recv = false, seen_send = false;
     for (int i = 0; i < 2; i++) {
@@ -80,7 +98,7 @@ static void server(const struct it_args *a, bool kill_server) {
     int32_t victim = 0;
     memcpy(&victim, pd.ptr, sizeof(victim));
     struct rpma_conn *conn = it_accept(&req, NULL, 0);
-    survive(peer, conn, victim);
+    survive(a->server ? "server" : "client", peer, conn, victim);
     CHECK_OK(rpma_ep_shutdown(&ep));
     CHECK_OK(rpma_peer_delete(&peer));
 }
@@ -104,7 +122,7 @@ static void client(const struct it_args *a, bool kill_server) {
     CHECK_EQ(pd.len, sizeof(int32_t));
     int32_t victim = 0;
     memcpy(&victim, pd.ptr, sizeof(victim));
-    survive(peer, conn, victim);
+    survive(a->server ? "server" : "client", peer, conn, victim);
     CHECK_OK(rpma_peer_delete(&peer));
 }
 
