@@ -403,6 +403,55 @@ TEST_F(RcEngineTest, PeerVanishingMidStreamIsLost) {
     EXPECT_EQ(*e, RPMA_CONN_LOST);
 }
 
+// A stream whose writes fail as a shm ring's do on a bad index (EPROTO): an error that, unlike
+// a socket's, no readiness shows to the engine.
+class FailingWrites final : public ByteStream {
+  public:
+    explicit FailingWrites(ByteStream *s) noexcept : s_(s) {}
+    ssize_t writev(const iovec *iov, int n) override {
+        if (fail) {
+            errno = EPROTO;
+            return -1;
+        }
+        return s_->writev(iov, n);
+    }
+    ssize_t readv(const iovec *iov, int n) override { return s_->readv(iov, n); }
+    void shutdown(int how) override {
+        ++shutdowns;
+        s_->shutdown(how);
+    }
+    bool fail = false;
+    int shutdowns = 0;
+
+  private:
+    ByteStream *s_;
+};
+
+class RcEngineWriteErrorTest : public RcEngineTest {
+  protected:
+    void SetUp() override {
+        RcEngineTest::SetUp();
+        io_ = std::make_unique<FailingWrites>(streams_[0].get());
+        QpTestAccess::establish(*client_.qp, true, io_.get(), streams_[1].get());
+    }
+    std::unique_ptr<FailingWrites> io_;  // outlives TearDown's close
+};
+
+// The write error a posting thread finds ends the connection: the stream is shut down there, so
+// the engine hears of it (found by integration.shm_hostile.garbage: the post hung, no LOST).
+TEST_F(RcEngineWriteErrorTest, AWriteErrorAPostFindsEndsTheConnection) {
+    io_->fail = true;
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kWrite, 1, 0, 64, 0)), 0);
+    EXPECT_EQ(io_->shutdowns, 1);
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.wr_id, 1u);
+    EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+    auto e = client_.events.try_pop();
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(*e, RPMA_CONN_LOST);
+}
+
 // A malformed frame ends the connection (LOST) and never reaches memory.
 class RcEngineProtocolTest : public RcEngineTest {
   protected:

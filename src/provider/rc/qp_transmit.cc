@@ -101,6 +101,9 @@ bool QueuePair::flush_tx(Stream &s) {
         }
         if (n < 0) {
             s.why = strerror(err);
+            // as above: a socket shows its error to the engine by itself, a shm ring's bad
+            // index (EPROTO) does not
+            s.io->shutdown(SHUT_RDWR);
             return false;
         }
         consume(s, static_cast<size_t>(n));
