@@ -78,7 +78,6 @@ class ShmRingTest : public ::testing::Test {
                                                     seg_.ring(RingId::kJoinToServer), sjoin_.get(),
                                                     cjoin_.get());
     }
-    void TearDown() override { rc::t_spinning = false; }
 
     ssize_t write(ShmStream &s, const void *p, size_t n) {
         iovec v{const_cast<void *>(p), n};
@@ -262,20 +261,6 @@ TEST_F(ShmRingTest, AReaderThatFoundTheRingEmptyIsRungByTheNextWrite) {
     EXPECT_EQ(rings(cmain_.get()), 0u);  // the writer never asked for space
 }
 
-TEST_F(ShmRingTest, ASpinningReaderAsksForNoDoorbell) {
-    settle();
-    uint64_t wpos = 0;
-    char b[64];
-    rc::t_spinning = true;
-    errno = 0;
-    ASSERT_EQ(read(*server_, b, sizeof(b)), -1);
-    ASSERT_EQ(errno, EAGAIN);
-    rc::t_spinning = false;
-    EXPECT_EQ(ctl(RingId::kMainToServer)->sleeping.load(), 0u);
-    ASSERT_EQ(write_pattern(*client_, &wpos, 10), 10);
-    EXPECT_EQ(rings(smain_.get()), 0u);
-}
-
 TEST_F(ShmRingTest, YieldedWithInputLeftRingsTheReadersOwnDoorbell) {
     settle();
     uint64_t wpos = 0, rpos = 0;
@@ -293,12 +278,6 @@ TEST_F(ShmRingTest, YieldedWithInputLeftRingsTheReadersOwnDoorbell) {
     server_->yielded();
     EXPECT_EQ(rings(smain_.get()), 0u);
     EXPECT_EQ(ctl(RingId::kMainToServer)->sleeping.load(), 1u);
-    // a spinning one asks the peer for nothing
-    ctl(RingId::kMainToServer)->sleeping.store(0);
-    rc::t_spinning = true;
-    server_->yielded();
-    rc::t_spinning = false;
-    EXPECT_EQ(ctl(RingId::kMainToServer)->sleeping.load(), 0u);
 }
 
 TEST_F(ShmRingTest, ArmSaysWhetherInputIsThereAlready) {
