@@ -61,12 +61,31 @@ void QueuePair::set_cq_driver(CqDriver *d) noexcept {
 
 bool QueuePair::establish_stream(Stream &s, uint32_t events) {
     s.buf.reset(new char[kStagingSize]);
+    // The key is the stream's before the first event can come: the engine may run the whole
+    // handshake before add() returns here, and the transport may swap the stream's fd then
+    // (shm), which must find this registration to remove it.
+    uint64_t key = engine_->reserve_key();
+    int fd;
+    uint32_t watch;
+    {
+        std::lock_guard lk(s.mu);
+        s.key = key;
+        fd = s.fd.get();
+        watch = s.io->watch(events, false);
+    }
     // No QP lock across add(): it waits for the engine thread, which may need one.
-    uint64_t key = engine_->add(s.fd.get(), s.io->watch(events, false), shared_from_this());
-    if (key == 0) return false;
-    std::lock_guard lk(s.mu);
-    s.key = key;
-    update_mask(s);  // the engine may have moved on while the key was unknown
+    bool added = engine_->add(fd, watch, shared_from_this(), key);
+    {
+        std::lock_guard lk(s.mu);
+        if (s.key == key) {
+            if (!added) s.key = 0;
+            if (added) update_mask(s);  // the engine may have moved on meanwhile
+            return added;
+        }
+    }
+    // remove_stream ran meanwhile (the connection failed or closed), maybe before the
+    // registration existed: it goes now. The failure is the connection's, not this call's.
+    if (added) engine_->remove(key);
     return true;
 }
 

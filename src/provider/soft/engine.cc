@@ -114,8 +114,12 @@ void Engine::run_sync(std::function<void()> fn) {
 }
 
 uint64_t Engine::add(int fd, uint32_t events, std::shared_ptr<Handler> h) {
-    if (refuse_foreign("add")) return 0;
-    uint64_t key = next_key_++;
+    uint64_t key = reserve_key();
+    return add(fd, events, std::move(h), key) ? key : 0;
+}
+
+bool Engine::add(int fd, uint32_t events, std::shared_ptr<Handler> h, uint64_t key) {
+    if (refuse_foreign("add")) return false;
     run_sync([&] {
         epoll_event ev{};
         ev.events = events;
@@ -127,7 +131,7 @@ uint64_t Engine::add(int fd, uint32_t events, std::shared_ptr<Handler> h) {
         }
         entries_.emplace(key, Entry{fd, std::move(h)});
     });
-    return key;
+    return key != 0;
 }
 
 void Engine::modify(int fd, uint64_t key, uint32_t events) noexcept {

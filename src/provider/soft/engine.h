@@ -56,6 +56,10 @@ class Engine {
 
     // Registers fd for events; returns the key for modify(). Any thread.
     uint64_t add(int fd, uint32_t events, std::shared_ptr<Handler> h);
+    // The same in two steps, for a caller that must know the key before the first event can
+    // arrive: a fresh key, then the registration under it (false if it failed).
+    uint64_t reserve_key() noexcept { return next_key_++; }
+    bool add(int fd, uint32_t events, std::shared_ptr<Handler> h, uint64_t key);
     // Changes the event mask. Any thread.
     void modify(int fd, uint64_t key, uint32_t events) noexcept;
     // Stops delivering events for fd; once it returns no callback for that fd runs any more.

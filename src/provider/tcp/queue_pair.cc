@@ -302,9 +302,12 @@ bool QueuePair::move_to_shm() {
     for (Stream *s : {&main_, &join_}) {
         bool main = s == &main_;
         remove_stream(*s);  // the tcp socket's registration, on the client
-        s->fd = shm_->take_wake(main);
-        s->owned_io = shm_->stream(main, s->fd.get());
-        s->io = s->owned_io.get();
+        {
+            std::lock_guard lk(s->mu);  // a posting thread may look at them (update_mask)
+            s->fd = shm_->take_wake(main);
+            s->owned_io = shm_->stream(main, s->fd.get());
+            s->io = s->owned_io.get();
+        }
         if (!establish_stream(*s, EPOLLIN)) return false;
     }
     uint64_t key = engine_->add(shm_->ctl_fd(), EPOLLIN | EPOLLRDHUP, shared_from_this());
