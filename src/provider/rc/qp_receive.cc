@@ -145,7 +145,12 @@ void QueuePair::drive(int channel_fd) {
     // waits here.
     pollfd p[3] = {{channel_fd, POLLIN, 0}, {s.fd.get(), POLLIN, 0}, {r.fd.get(), POLLIN, 0}};
     // a doorbell stream (shm) first asks to be woken, and skips the sleep if input came
-    bool ready = ok && (s.io->arm() | (serve && r.io->arm()));
+    bool ready = false;
+    if (ok) {
+        bool s_in = s.io->arm();  // both streams ask, whatever the first one says
+        bool r_in = serve && r.io->arm();
+        ready = s_in || r_in;
+    }
     int n = ready ? 0 : ::poll(p, ok ? (serve ? 3 : 2) : 1, -1);
     if (!ok) {
         hand_back(s);  // the engine may have stepped aside while we held the lock
