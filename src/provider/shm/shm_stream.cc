@@ -72,13 +72,14 @@ bool ShmStream::input_ended() const noexcept {
 ssize_t ShmStream::readv(const iovec *iov, int n) {
     if (shut_rd_.load(std::memory_order_relaxed)) return 0;
     RingCtl *c = in_.ctl;
-    uint64_t avail = c->head.load(std::memory_order_acquire) - tail_;
+    uint64_t tail = tail_.load(std::memory_order_relaxed);  // ours: only the reader writes it
+    uint64_t avail = c->head.load(std::memory_order_acquire) - tail;
     if (avail == 0) {
         bool ended = input_ended();
         // Ask for a doorbell even when a spinning poller reads: it may stop at any time, and
         // then only the engine thread reads on (the cost: a doorbell per message).
         if (!ended) c->sleeping.store(1);
-        avail = c->head.load() - tail_;  // after `closed` or the flag
+        avail = c->head.load() - tail;  // after `closed` or the flag
         if (avail == 0) {
             if (ended) return 0;
             errno = EAGAIN;
@@ -94,7 +95,7 @@ ssize_t ShmStream::readv(const iovec *iov, int n) {
         char *dst = static_cast<char *>(iov[i].iov_base);
         uint64_t len = std::min<uint64_t>(iov[i].iov_len, avail - done);
         while (len) {
-            uint64_t at = (tail_ + done) & (in_.size - 1);
+            uint64_t at = (tail + done) & (in_.size - 1);
             uint64_t chunk = std::min(len, in_.size - at);
             std::memcpy(dst, in_.data + at, chunk);
             dst += chunk;
@@ -102,8 +103,9 @@ ssize_t ShmStream::readv(const iovec *iov, int n) {
             done += chunk;
         }
     }
-    tail_ += done;
-    c->tail.store(tail_);
+    tail += done;
+    tail_.store(tail, std::memory_order_relaxed);
+    c->tail.store(tail);
     if (c->waiting.load() && c->waiting.exchange(0)) ring_peer();
     return static_cast<ssize_t>(done);
 }
@@ -141,7 +143,7 @@ uint32_t ShmStream::woken(uint32_t) noexcept {
 
 bool ShmStream::arm() noexcept {
     in_.ctl->sleeping.store(1);
-    return in_.ctl->head.load() != tail_ || input_ended() ||
+    return in_.ctl->head.load() != tail_.load(std::memory_order_relaxed) || input_ended() ||
            shut_rd_.load(std::memory_order_relaxed);
 }
 
@@ -149,7 +151,7 @@ void ShmStream::yielded() noexcept {
     // The reader leaves the stream until its next wake-up (it may stop short of EAGAIN): ask
     // for a doorbell, and ring our own if input is left, as level-triggered epoll would.
     in_.ctl->sleeping.store(1);
-    if (in_.ctl->head.load() != tail_) ring(wake_fd_);
+    if (in_.ctl->head.load() != tail_.load(std::memory_order_relaxed)) ring(wake_fd_);
 }
 
 void ShmStream::pass_wake() noexcept {

@@ -48,7 +48,9 @@ class ShmStream final : public rc::ByteStream {
     RingView out_, in_;
     int wake_fd_, peer_fd_;
     uint64_t head_ = 0;  // out_: what we have written (the ring's copy is the peer's to read)
-    uint64_t tail_ = 0;  // in_: what we have read
+    // in_: what we have read. The reader (under the stream's rx lock) writes it; a waiter arms
+    // the stream without that lock and reads it.
+    std::atomic<uint64_t> tail_{0};
     std::atomic<bool> tx_blocked_{false};  // a write found the ring full: EPOLLOUT on wake-up
     std::atomic<bool> gone_{false};
     std::atomic<bool> shut_rd_{false};
