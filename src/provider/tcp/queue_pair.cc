@@ -4,6 +4,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -38,9 +39,12 @@ int dead_peer_timeout_ms() {
 // probes spaced so that the last one fails at about the timeout.
 constexpr int kKeepaliveProbes = 3;
 
+// From the kernel on every call: a generator seeded once would hand a forked child its parent's
+// next tokens, and the listener takes two equal tokens for one connection.
 uint64_t random_token() {
-    static thread_local std::mt19937_64 rng{std::random_device{}()};
-    return rng();
+    uint64_t t = 0;
+    if (::getrandom(&t, sizeof(t), 0) == static_cast<ssize_t>(sizeof(t))) return t;
+    return (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
 }
 
 // TCP_NODELAY, keepalive and TCP_USER_TIMEOUT from the dead-peer timeout.

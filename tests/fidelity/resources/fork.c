@@ -15,6 +15,9 @@
  *   parent's connection (a frame from the child would corrupt the parent's stream), registers
  * memory on the inherited peer, then connects with a peer of its own and does a round trip. Then
  * the parent does a round trip on its connection and disconnects (CLOSED).
+ * - two_children: the client connects, then forks two children that connect at the same moment
+ *   (released together by a pipe), each with a peer of its own, and do a round trip each. A
+ *   pre-forking server's workers do this; their connections must not be taken for one.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -69,7 +72,7 @@ static pid_t fork_child(void) {
     return pid;
 }
 
-static bool server_child, client_child;
+static bool server_child, client_child, two_children;
 
 static void server(const struct it_args *a) {
     struct rpma_peer *peer = it_peer_new(a->addr, true);
@@ -110,6 +113,14 @@ static void server(const struct it_args *a) {
         struct rpma_conn_req *req2 = it_next_req(ep, NULL); /* its child */
         struct rpma_conn *conn2 = it_accept(&req2, desc, sizeof(desc));
         it_disconnect_passive(&conn2, false);
+    }
+    if (two_children) {
+        struct rpma_conn *kids[2];
+        for (int i = 0; i < 2; i++) {
+            struct rpma_conn_req *r = it_next_req(ep, NULL);
+            kids[i] = it_accept(&r, desc, sizeof(desc));
+        }
+        for (int i = 0; i < 2; i++) it_disconnect_passive(&kids[i], false);
     }
     it_disconnect_passive(&conn, false);
     CHECK_OK(rpma_ep_shutdown(&ep));
@@ -171,6 +182,27 @@ static void in_child(const struct it_args *a, struct rpma_peer *peer, struct rpm
     exit(0);
 }
 
+/* makes a peer of its own, waits for the pipe's end, then connects and does a round trip at off */
+static void racing_child(const struct it_args *a, int ready, int go, size_t off, uint64_t seed) {
+    struct rpma_peer *own = it_peer_new(a->addr, false);
+    char *mine = it_alloc(2 * LEN);
+    struct rpma_mr_local *mr = NULL;
+    CHECK_OK(
+        rpma_mr_reg(own, mine, 2 * LEN, RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST, &mr));
+    char c = 'r';
+    CHECK(write(ready, &c, 1) == 1);
+    CHECK(read(go, &c, 1) == 0);
+    struct rpma_conn *c2 = it_connect(own, a->addr, a->port, NULL, NULL, 0);
+    round_trip(c2, mr, mine, off, seed);
+    it_disconnect_active(&c2);
+    CHECK_OK(rpma_mr_dereg(&mr));
+    CHECK_OK(rpma_peer_delete(&own));
+    free(mine);
+    printf("child %d: connected beside its sibling and did a verified write + read\n",
+           (int)getpid());
+    exit(0);
+}
+
 static void client(const struct it_args *a) {
     struct rpma_peer *peer = it_peer_new(a->addr, false);
     char *buf = it_alloc(2 * LEN);
@@ -183,6 +215,25 @@ static void client(const struct it_args *a) {
         pid_t pid = fork_child();
         if (pid == 0) in_child(a, peer, conn);
         wait_child(pid);
+    }
+    if (two_children) {
+        int ready[2], go[2];
+        CHECK(pipe(ready) == 0 && pipe(go) == 0);
+        pid_t kids[2];
+        for (int i = 0; i < 2; i++) {
+            kids[i] = fork_child();
+            if (kids[i] == 0) {
+                close(go[1]);
+                racing_child(a, ready[1], go[0], SLICE + (size_t)i * LEN, 0x5157 + (uint64_t)i);
+            }
+        }
+        for (int i = 0; i < 2; i++) {
+            char c;
+            if (read(ready[0], &c, 1) != 1) IT_FAIL("a child did not get ready");
+        }
+        close(go[0]);
+        close(go[1]); /* releases both at once */
+        for (int i = 0; i < 2; i++) wait_child(kids[i]);
     }
 
     round_trip(conn, mr, buf, 0, 0xfa7e);
@@ -197,10 +248,11 @@ int main(int argc, char *argv[]) {
     struct it_args a;
     it_init(argc, argv, &a);
     alarm(20);
-    if (a.argc != 1) IT_FAIL("the last argument is server_child or client_child");
+    if (a.argc != 1) IT_FAIL("the last argument is server_child, client_child or two_children");
     server_child = strcmp(a.argv[0], "server_child") == 0;
     client_child = strcmp(a.argv[0], "client_child") == 0;
-    CHECK(server_child || client_child);
+    two_children = strcmp(a.argv[0], "two_children") == 0;
+    CHECK(server_child || client_child || two_children);
     if (a.server)
         server(&a);
     else
