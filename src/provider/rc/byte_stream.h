@@ -29,6 +29,13 @@ class ByteStream {
     // A reader stopped with the stream still readable, or at EAGAIN: a socket's level-triggered
     // readiness brings it back for the rest; a doorbell stream rings itself if input is left.
     virtual void yielded() noexcept {}
+    // The reader from now on (until false) looks again at once (a thread spinning on its CQ, a
+    // spinning engine): a doorbell stream lets the peer skip the doorbell while it keeps up.
+    virtual void poller(bool /*on*/) noexcept {}
+    // Input (or the end) is there, found without a system call; false if that takes one.
+    virtual bool input_ready() const noexcept { return false; }
+    // Bytes read so far, where that costs no system call (else 0): tells progress apart.
+    virtual uint64_t consumed() const noexcept { return 0; }
     // A wake-up (woken) was taken by a thread that could not read: another holds the stream.
     // A doorbell stream rings again for that one; a socket stays readable by itself.
     virtual void pass_wake() noexcept {}

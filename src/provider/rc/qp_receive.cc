@@ -18,7 +18,35 @@ void QueuePair::on_events(int fd, uint32_t events) {
         other_events(fd, events);
         return;
     }
-    events = s.io->woken(events);
+    engine_events(s, s.io->woken(events));
+}
+
+void QueuePair::spin(int fd) {
+    Stream &s = fd == main_.fd.get() ? main_ : join_;
+    if (s.fd.get() != fd || !s.io->input_ready()) return;
+    {
+        std::unique_lock rl(s.rx_mu, std::try_to_lock);
+        if (!rl) return;  // its holder reads it; a spinning engine does not step in
+    }
+    engine_events(s, EPOLLIN);
+}
+
+void QueuePair::engine_events(Stream &s, uint32_t events) {
+    bool spin = s.io->doorbell() && engine_->spins();
+    uint64_t before = spin ? s.io->consumed() : 0;
+    stream_events(s, events);
+    // Input was taken: the next request is likely close, so the engine polls for it a while
+    // rather than sleep. Only on progress, so a stream nobody can read leaves it idle.
+    if (spin && s.io->consumed() != before) engine_->keep_spinning();
+}
+
+void QueuePair::spin_end(int fd) {
+    Stream &s = fd == main_.fd.get() ? main_ : join_;
+    // a doorbell again, or one now if input came meanwhile (not yielded: no rx lock here)
+    if (s.fd.get() == fd && s.io->arm()) s.io->pass_wake();
+}
+
+void QueuePair::stream_events(Stream &s, uint32_t events) {
     Cm cm;
     {
         std::lock_guard lk(cm_mu_);
@@ -39,6 +67,7 @@ void QueuePair::on_events(int fd, uint32_t events) {
         if (key) engine_->remove(key);
         return;
     }
+    bool spin = s.io->doorbell() && engine_->spins();  // engine_events: it spins next
     if ((events & EPOLLOUT) && !on_writable(s, true)) return;
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         bool stalled;
@@ -51,7 +80,7 @@ void QueuePair::on_events(int fd, uint32_t events) {
             // an orderly end of this one mean the peer closed in order (it deleted the
             // connection while its send waited for a receive).
             Stream &other = &s == &main_ ? join_ : main_;
-            if (!other.disc_rx) read_stream_if_free(other);
+            if (!other.disc_rx) read_stream_if_free(other, spin);
             if (other.disc_rx && !(events & EPOLLERR)) {
                 s.disc_rx = true;
                 {
@@ -65,7 +94,7 @@ void QueuePair::on_events(int fd, uint32_t events) {
             lost("the peer went away while its send waited for a receive");
             return;
         }
-        read_stream_if_free(s);
+        read_stream_if_free(s, spin);
     }
 }
 
@@ -91,7 +120,7 @@ bool QueuePair::on_writable(Stream &s, bool engine) {
     return true;
 }
 
-void QueuePair::read_stream_if_free(Stream &s) {
+void QueuePair::read_stream_if_free(Stream &s, bool spinner) {
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
     if (!rl) {
         // A waiting thread drives this stream (drive). Stop polling it here until that thread
@@ -109,7 +138,7 @@ void QueuePair::read_stream_if_free(Stream &s) {
         s.backoff = false;
         update_mask(s);
     }
-    read_stream(s);
+    read_stream(s, spinner);
 }
 
 void QueuePair::drive(int channel_fd) {
@@ -184,7 +213,7 @@ void QueuePair::poll_once(bool requests) {
         std::lock_guard lk(s.mu);
         go = s.key && s.rx_on;
     }
-    if (go) read_stream(s);
+    if (go) read_stream(s, true);
     rl.unlock();
     hand_back(s);  // on every path: the engine may have stepped aside while we held the lock
     // A spinning thread pays a system call for each look at the request stream: it looks on
@@ -192,10 +221,10 @@ void QueuePair::poll_once(bool requests) {
     if (requests &&
         (waiter_serves_.load(std::memory_order_relaxed) ||
          (polls_.fetch_add(1, std::memory_order_relaxed) + 1) % kPollsPerRequestLook == 0))
-        serve_requests();
+        serve_requests(true);
 }
 
-void QueuePair::serve_requests() {
+void QueuePair::serve_requests(bool spinner) {
     Stream &r = resp();
     std::unique_lock rl(r.rx_mu, std::try_to_lock);
     if (!rl) return;  // the engine is serving them
@@ -205,7 +234,7 @@ void QueuePair::serve_requests() {
         go = r.key && r.rx_on && !r.stalled;
     }
     uint64_t before = resp_seq_.load(std::memory_order_relaxed);
-    if (go) read_stream(r);
+    if (go) read_stream(r, spinner);
     if (resp_seq_.load(std::memory_order_relaxed) != before)
         waiter_serves_.store(true, std::memory_order_relaxed);
     rl.unlock();
@@ -276,9 +305,11 @@ QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
     return Step::kContinue;
 }
 
-void QueuePair::read_stream(Stream &s) {
+void QueuePair::read_stream(Stream &s, bool spinner) {
+    s.io->poller(spinner);
     Step st = read_frames(s);
     if (st == Step::kBlock) s.io->yielded();
+    s.io->poller(false);
     finish_read(s, st);
 }
 

@@ -76,6 +76,8 @@ class QueuePair : public prov::QueuePair,
     const std::vector<uint8_t> &remote_pdata() const noexcept override { return remote_pdata_; }
 
     void on_events(int fd, uint32_t events) override;  // the streams' fds
+    void spin(int fd) override;
+    void spin_end(int fd) override;
     void on_timer() override;
     void on_failure(const char *why) override { lost(why); }
     void recv_posted() override;
@@ -86,7 +88,7 @@ class QueuePair : public prov::QueuePair,
     void set_cq_driver(CqDriver *d) noexcept;
     // A waiting or polling thread serves the peer's requests too (the responder), so a target
     // application that waits for a message handles it on its own thread.
-    void serve_requests();
+    void serve_requests(bool spinner = false);
 
   protected:
     // kClosing: deleted while established; the engine finishes the orderly close (our
@@ -189,8 +191,12 @@ class QueuePair : public prov::QueuePair,
     void send_frame(Stream &s, const FrameHeader &h);
 
     // rx
-    void read_stream(Stream &s);          // s.rx_mu held
-    void read_stream_if_free(Stream &s);  // takes s.rx_mu, or leaves the work to its holder
+    // s.rx_mu held; spinner: this thread looks again soon (a poller, a spinning engine)
+    void read_stream(Stream &s, bool spinner = false);
+    void engine_events(Stream &s, uint32_t events);  // the engine's, after woken()
+    void stream_events(Stream &s, uint32_t events);
+    // takes s.rx_mu, or leaves the work to its holder; spinner: as read_stream
+    void read_stream_if_free(Stream &s, bool spinner = false);
     // EPOLLOUT: queued frames out, a request that waited for them resumed (on this thread if
     // engine, else on the engine's). false if the connection was lost.
     bool on_writable(Stream &s, bool engine);

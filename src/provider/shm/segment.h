@@ -16,13 +16,16 @@ namespace rpma::shm {
 // A ring's control block. Each index has one writer; the other side only reads it and bounds it
 // before use.
 struct RingCtl {
-    alignas(64) std::atomic<uint64_t> head;      // bytes the producer has written
-    alignas(64) std::atomic<uint64_t> tail;      // bytes the consumer has read
-    alignas(64) std::atomic<uint32_t> sleeping;  // the consumer wants a doorbell for input
-    std::atomic<uint32_t> waiting;               // the producer wants one for space
-    std::atomic<uint32_t> closed;                // the producer wrote its last byte
+    alignas(64) std::atomic<uint64_t> head;  // bytes the producer has written
+    alignas(64) std::atomic<uint64_t> tail;  // bytes the consumer has read
+    // The consumer wants a doorbell for input: kNoBell, kBell, or kBellIfIdle (a thread spins on
+    // this ring: ring only if what was written is not taken within a short grace).
+    alignas(64) std::atomic<uint32_t> sleeping;
+    std::atomic<uint32_t> waiting;  // the producer wants one for space
+    std::atomic<uint32_t> closed;   // the producer wrote its last byte
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
+enum : uint32_t { kNoBell = 0, kBell = 1, kBellIfIdle = 2 };
 
 struct RingView {
     RingCtl *ctl = nullptr;

@@ -6,11 +6,20 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace rpma::shm {
 
 namespace {
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
 void ring(int fd) noexcept {
     uint64_t one = 1;
     ssize_t r = ::write(fd, &one, sizeof(one));
@@ -20,6 +29,26 @@ void ring(int fd) noexcept {
 
 void ShmStream::ring_peer() noexcept {
     ring(peer_fd_);
+}
+
+// After publishing our head: ring the peer if it asked. A peer thread that spins on the ring
+// (kBellIfIdle) usually takes the bytes within a microsecond, which costs neither side a system
+// call; if it does not within the grace, it may have stopped, and the doorbell goes after all.
+void ShmStream::notify_peer() noexcept {
+    RingCtl *c = out_.ctl;
+    uint32_t want = c->sleeping.load();  // seq_cst: after the head's store
+    if (want == kNoBell) return;
+    if (want == kBellIfIdle) {
+        constexpr auto kGrace = std::chrono::microseconds(2);
+        auto until = std::chrono::steady_clock::now() + kGrace;
+        do {
+            for (int i = 0; i < 64; ++i) {
+                if (c->tail.load(std::memory_order_acquire) == head_) return;  // taken
+                cpu_relax();
+            }
+        } while (std::chrono::steady_clock::now() < until);
+    }
+    if (c->sleeping.exchange(kNoBell) != kNoBell) ring_peer();
 }
 
 ssize_t ShmStream::writev(const iovec *iov, int n) {
@@ -61,7 +90,7 @@ ssize_t ShmStream::writev(const iovec *iov, int n) {
     }
     head_ += done;
     c->head.store(head_);  // seq_cst: ordered before the look at `sleeping`
-    if (c->sleeping.load() && c->sleeping.exchange(0)) ring_peer();
+    notify_peer();
     return static_cast<ssize_t>(done);
 }
 
@@ -76,9 +105,9 @@ ssize_t ShmStream::readv(const iovec *iov, int n) {
     uint64_t avail = c->head.load(std::memory_order_acquire) - tail;
     if (avail == 0) {
         bool ended = input_ended();
-        // Ask for a doorbell even when a spinning poller reads: it may stop at any time, and
-        // then only the engine thread reads on (the cost: a doorbell per message).
-        if (!ended) c->sleeping.store(1);
+        // Ask for a doorbell even when a spinning poller reads, as it may stop at any time and
+        // then only the engine thread reads on; for a poller only if it falls behind.
+        if (!ended) c->sleeping.store(bell());
         avail = c->head.load() - tail;  // after `closed` or the flag
         if (avail == 0) {
             if (ended) return 0;
@@ -141,16 +170,20 @@ uint32_t ShmStream::woken(uint32_t) noexcept {
     return ev;
 }
 
-bool ShmStream::arm() noexcept {
-    in_.ctl->sleeping.store(1);
+bool ShmStream::input_ready() const noexcept {
     return in_.ctl->head.load() != tail_.load(std::memory_order_relaxed) || input_ended() ||
            shut_rd_.load(std::memory_order_relaxed);
+}
+
+bool ShmStream::arm() noexcept {
+    in_.ctl->sleeping.store(kBell);
+    return input_ready();  // after the flag: what came before it is seen here
 }
 
 void ShmStream::yielded() noexcept {
     // The reader leaves the stream until its next wake-up (it may stop short of EAGAIN): ask
     // for a doorbell, and ring our own if input is left, as level-triggered epoll would.
-    in_.ctl->sleeping.store(1);
+    in_.ctl->sleeping.store(bell());
     if (in_.ctl->head.load() != tail_.load(std::memory_order_relaxed)) ring(wake_fd_);
 }
 

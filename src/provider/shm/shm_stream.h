@@ -8,7 +8,10 @@
 //
 // Doorbells: a side about to sleep sets `sleeping` (input) or `waiting` (space) in the ring,
 // then looks again; the other side, after publishing, clears the flag it finds set and writes
-// the eventfd. So a busy pair makes no system calls, and no wake-up is lost.
+// the eventfd. So a busy pair makes no system calls, and no wake-up is lost. A thread that
+// spins on its CQ asks only for a late doorbell (kBellIfIdle): the writer waits a couple of
+// microseconds for the bytes to be taken before it rings, so the spinner's own engine thread
+// is not woken for every answer.
 #pragma once
 
 #include <atomic>
@@ -33,6 +36,9 @@ class ShmStream final : public rc::ByteStream {
     bool arm() noexcept override;
     void yielded() noexcept override;
     void pass_wake() noexcept override;
+    void poller(bool on) noexcept override { poller_ = on; }
+    bool input_ready() const noexcept override;
+    uint64_t consumed() const noexcept override { return tail_.load(std::memory_order_relaxed); }
     bool doorbell() const noexcept override { return true; }
 
     // The peer's process has gone (its control socket ended): what it wrote is still read,
@@ -43,6 +49,9 @@ class ShmStream final : public rc::ByteStream {
 
   private:
     void ring_peer() noexcept;
+    void notify_peer() noexcept;
+    // what a reader at EAGAIN asks the peer for
+    uint32_t bell() const noexcept { return poller_ ? kBellIfIdle : kBell; }
     bool input_ended() const noexcept;
 
     RingView out_, in_;
@@ -55,6 +64,7 @@ class ShmStream final : public rc::ByteStream {
     std::atomic<bool> gone_{false};
     std::atomic<bool> shut_rd_{false};
     bool shut_wr_ = false;
+    bool poller_ = false;  // the reader spins (under the rx lock, as the reads)
     std::shared_ptr<const void> owner_;
 };
 

@@ -5,8 +5,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdlib>
 #include <exception>
 
 #include "common/log.h"
@@ -21,12 +23,25 @@ constexpr uint64_t kWakeKey = 0;
 std::atomic<pid_t> g_pid{::getpid()};
 [[maybe_unused]] const int g_atfork =
     ::pthread_atfork(nullptr, nullptr, [] { g_pid.store(::getpid(), std::memory_order_relaxed); });
+
+// How long an engine polls after doorbell work before it sleeps again (keep_spinning).
+// RPMA_SPIN_US overrides it (0: never spin); docs/shm-provider.md.
+Clock::duration spin_window() {
+    long us = 50;
+    if (const char *e = std::getenv("RPMA_SPIN_US")) {
+        char *end = nullptr;
+        long v = std::strtol(e, &end, 10);
+        if (end != e && *end == '\0' && v >= 0 && v <= 10000) us = v;
+    }
+    return std::chrono::microseconds(us);
+}
 }  // namespace
 
 Engine::Engine()
     : epfd_(::epoll_create1(EPOLL_CLOEXEC)),
       wakefd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
-      owner_(::getpid()) {
+      owner_(::getpid()),
+      spin_window_(spin_window()) {
     if (!epfd_.valid() || !wakefd_.valid()) {
         RPMA_LOG_ERROR("cannot create the progress engine's epoll or eventfd: %m");
         return;
@@ -208,10 +223,50 @@ void Engine::guarded(Handler *h, F &&f) noexcept {
     }
 }
 
+void Engine::keep_spinning() {
+    if (!spins() || !current_key_) return;
+    spin_until_ = Clock::now() + spin_window_;
+    if (std::find(spin_keys_.begin(), spin_keys_.end(), current_key_) == spin_keys_.end())
+        spin_keys_.push_back(current_key_);
+}
+
+void Engine::spin_turn() {
+    bool last = Clock::now() >= spin_until_;
+    // by index and key: a callback may add keys or remove entries
+    for (size_t i = 0; i < spin_keys_.size(); ++i) {
+        auto it = entries_.find(spin_keys_[i]);
+        if (it == entries_.end()) continue;
+        auto h = it->second.handler;
+        int fd = it->second.fd;
+        current_key_ = spin_keys_[i];
+        guarded(h.get(), [&] { last ? h->spin_end(fd) : h->spin(fd); });
+        current_key_ = 0;
+    }
+    if (last && Clock::now() >= spin_until_) spin_keys_.clear();
+}
+
 void Engine::loop() {
+    // While spinning, the epoll set (other fds, posted commands, timers) is looked at only this
+    // often: its system call would otherwise be most of each turn.
+    constexpr auto kLookEvery = std::chrono::microseconds(50);
+    Clock::time_point next_look{};
     epoll_event evs[64];
     while (!stop_) {
-        int n = ::epoll_wait(epfd_.get(), evs, 64, next_timeout_ms());
+        if (!spin_keys_.empty()) {
+            auto now = Clock::now();
+            if (now < next_look) {
+                spin_turn();
+                continue;
+            }
+            next_look = now + kLookEvery;
+        }
+        bool spin = !spin_keys_.empty();
+        int n = ::epoll_wait(epfd_.get(), evs, 64, spin ? 0 : next_timeout_ms());
+        if (spin && n == 0) {
+            spin_turn();
+            fire_timers();
+            continue;
+        }
         if (n < 0) {
             if (errno == EINTR) continue;
             RPMA_LOG_FATAL("epoll_wait: %m");
@@ -229,7 +284,9 @@ void Engine::loop() {
             if (it == entries_.end()) continue;  // removed earlier in this batch
             auto h = it->second.handler;         // keeps it alive through the call
             int fd = it->second.fd;
+            current_key_ = key;
             guarded(h.get(), [&] { h->on_events(fd, evs[i].events); });
+            current_key_ = 0;
         }
         run_commands();
         fire_timers();

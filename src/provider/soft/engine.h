@@ -29,6 +29,10 @@ class Handler {
     virtual ~Handler() = default;
     virtual void on_events(int fd, uint32_t events) = 0;
     virtual void on_timer() {}
+    // A spinning engine (Engine::keep_spinning) looks at fd without a system call: handle what
+    // it holds (spin), or ask for a doorbell again as the spin ends (spin_end).
+    virtual void spin(int /*fd*/) {}
+    virtual void spin_end(int /*fd*/) {}
     // on_events or on_timer threw (out of memory): the handler's state may be half updated.
     // The engine goes on serving everyone else.
     virtual void on_failure(const char * /*why*/) {}
@@ -73,6 +77,13 @@ class Engine {
     bool in_loop() const noexcept {
         return thread_ && std::this_thread::get_id() == thread_->get_id();
     }
+    // From on_events or spin only: the handler just did work on a shared-memory doorbell and
+    // asks the engine not to sleep for a short while (spin_window): the next request usually
+    // follows within microseconds, and a sleeping thread takes several to wake. Meanwhile the
+    // engine calls its spin() for that fd each turn, and spin_end() once the window passes
+    // without work. Bounded, so an idle engine sleeps again.
+    void keep_spinning();
+    bool spins() const noexcept { return spin_window_ > Clock::duration::zero(); }
 
   private:
     struct Entry {
@@ -102,6 +113,11 @@ class Engine {
     std::unordered_map<uint64_t, Entry> entries_;
     std::multimap<Clock::time_point, std::weak_ptr<Handler>> timers_;
     std::atomic<uint64_t> next_key_{1};
+    void spin_turn();
+    std::vector<uint64_t> spin_keys_;  // engine thread only, as the three below
+    uint64_t current_key_ = 0;         // whose callback runs
+    Clock::time_point spin_until_{};
+    Clock::duration spin_window_;
 };
 
 }  // namespace rpma
