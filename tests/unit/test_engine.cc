@@ -141,3 +141,91 @@ TEST(Engine, ForkedChildNeverWaits) {
     e->remove(key);
     delete e;
 }
+
+namespace {
+
+// Calls keep_spinning from its event, and from spin() while it still has `work` to find.
+class Spinner : public Handler {
+  public:
+    explicit Spinner(Engine *e) : e_(e), fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+    void on_events(int, uint32_t) override {
+        uint64_t v;
+        ssize_t r = ::read(fd.get(), &v, sizeof(v));
+        (void)r;
+        events++;
+        e_->keep_spinning();
+    }
+    void spin(int f) override {
+        EXPECT_EQ(f, fd.get());
+        spins++;
+        if (int w = work.load(); w > 0) {
+            work = w - 1;
+            e_->keep_spinning();
+        }
+    }
+    void spin_end(int) override { ends++; }
+
+    Engine *e_;
+    Fd fd;
+    std::atomic<int> events{0}, spins{0}, ends{0}, work{0};
+};
+
+// RPMA_SPIN_US for the engines made in one scope
+class SpinEnv {
+  public:
+    explicit SpinEnv(const char *v) { ::setenv("RPMA_SPIN_US", v, 1); }
+    ~SpinEnv() { ::unsetenv("RPMA_SPIN_US"); }
+};
+
+}  // namespace
+
+TEST(EngineSpin, AfterWorkItPollsForAWhileThenSleepsAgain) {
+    SpinEnv env("2000");  // 2 ms: long enough to count turns on a busy machine
+    Engine e;
+    ASSERT_TRUE(e.spins());
+    auto s = std::make_shared<Spinner>(&e);
+    uint64_t key = e.add(s->fd.get(), EPOLLIN, s);
+    EXPECT_EQ(s->spins, 0);
+    uint64_t one = 1;
+    ASSERT_EQ(::write(s->fd.get(), &one, sizeof(one)), 8);
+    ASSERT_TRUE(eventually([&] { return s->ends == 1; }));
+    EXPECT_EQ(s->events, 1);
+    EXPECT_GT(s->spins, 0);
+    // the window passed without work: asleep, no more turns
+    int turns = s->spins;
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(s->spins, turns);
+    EXPECT_EQ(s->ends, 1);
+    // work found while spinning keeps it spinning: each find extends the window
+    s->work = 3;
+    ASSERT_EQ(::write(s->fd.get(), &one, sizeof(one)), 8);
+    ASSERT_TRUE(eventually([&] { return s->ends == 2; }));
+    EXPECT_EQ(s->work, 0);
+    e.remove(key);
+}
+
+TEST(EngineSpin, AZeroWindowNeverSpins) {
+    SpinEnv env("0");
+    Engine e;
+    EXPECT_FALSE(e.spins());
+    auto s = std::make_shared<Spinner>(&e);
+    uint64_t key = e.add(s->fd.get(), EPOLLIN, s);
+    uint64_t one = 1;
+    ASSERT_EQ(::write(s->fd.get(), &one, sizeof(one)), 8);
+    ASSERT_TRUE(eventually([&] { return s->events == 1; }));
+    std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(s->spins, 0);
+    EXPECT_EQ(s->ends, 0);
+    e.remove(key);
+}
+
+TEST(EngineSpin, OutsideACallbackKeepSpinningDoesNothing) {
+    SpinEnv env("2000");
+    Engine e;
+    auto s = std::make_shared<Spinner>(&e);
+    uint64_t key = e.add(s->fd.get(), EPOLLIN, s);
+    e.run_sync([&] { e.keep_spinning(); });  // a command is no handler's callback
+    std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(s->spins, 0);
+    e.remove(key);
+}

@@ -12,6 +12,9 @@
 namespace rpma::shm {
 
 namespace {
+// A large copy publishes its index this often, so the other side works on the ring meanwhile.
+constexpr uint64_t kPublishEvery = 64 * 1024;
+
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
@@ -75,17 +78,23 @@ ssize_t ShmStream::writev(const iovec *iov, int n) {
             return -1;
         }
     }
-    uint64_t room = out_.size - used, done = 0;
+    uint64_t room = out_.size - used, done = 0, published = 0;
     for (int i = 0; i < n && done < room; ++i) {
         const char *src = static_cast<const char *>(iov[i].iov_base);
         uint64_t len = std::min<uint64_t>(iov[i].iov_len, room - done);
         while (len) {
             uint64_t at = (head_ + done) & (out_.size - 1);
-            uint64_t chunk = std::min(len, out_.size - at);
+            uint64_t chunk = std::min({len, out_.size - at, kPublishEvery});
             std::memcpy(out_.data + at, src, chunk);
             src += chunk;
             len -= chunk;
             done += chunk;
+            if (done - published >= kPublishEvery && done < room) {
+                // a large write: the reader starts on what is there while we copy the rest
+                published = done;
+                c->head.store(head_ + done);
+                if (c->sleeping.load() == kBell && c->sleeping.exchange(kNoBell)) ring_peer();
+            }
         }
     }
     head_ += done;
@@ -119,17 +128,24 @@ ssize_t ShmStream::readv(const iovec *iov, int n) {
         errno = EPROTO;  // the peer claims more than the ring holds
         return -1;
     }
-    uint64_t done = 0;
+    uint64_t done = 0, published = 0;
     for (int i = 0; i < n && done < avail; ++i) {
         char *dst = static_cast<char *>(iov[i].iov_base);
         uint64_t len = std::min<uint64_t>(iov[i].iov_len, avail - done);
         while (len) {
             uint64_t at = (tail + done) & (in_.size - 1);
-            uint64_t chunk = std::min(len, in_.size - at);
+            uint64_t chunk = std::min({len, in_.size - at, kPublishEvery});
             std::memcpy(dst, in_.data + at, chunk);
             dst += chunk;
             len -= chunk;
             done += chunk;
+            if (done - published >= kPublishEvery && done < avail) {
+                // a large read: the writer refills what we took while we copy the rest
+                published = done;
+                tail_.store(tail + done, std::memory_order_relaxed);
+                c->tail.store(tail + done);
+                if (c->waiting.load() && c->waiting.exchange(0)) ring_peer();
+            }
         }
     }
     tail += done;
