@@ -32,10 +32,17 @@ class ByteStream {
     // The reader from now on (until false) looks again at once (a thread spinning on its CQ, a
     // spinning engine): a doorbell stream lets the peer skip the doorbell while it keeps up.
     virtual void poller(bool /*on*/) noexcept {}
-    // Input (or the end) is there, found without a system call; false if that takes one.
-    virtual bool input_ready() const noexcept { return false; }
-    // Bytes read so far, where that costs no system call (else 0): tells progress apart.
-    virtual uint64_t consumed() const noexcept { return 0; }
+    // For a spinning engine, without a system call (0 where that takes one): EPOLLIN if input
+    // or the end is there, EPOLLOUT if a write that found no room may go on now (taken: the
+    // next call says it only if a write is stopped again).
+    virtual uint32_t ready() noexcept { return 0; }
+    // The reader is in the middle of a message and found no more input: a stream whose peer
+    // writes without system calls waits a moment for the rest (true: it came) rather than let
+    // the reader sleep and be woken for each piece. A socket says false at once.
+    virtual bool await_input() noexcept { return false; }
+    // Bytes read and written so far, where that costs no system call (else 0): tells a turn
+    // that moved something from one that did not.
+    virtual uint64_t progress() const noexcept { return 0; }
     // A wake-up (woken) was taken by a thread that could not read: another holds the stream.
     // A doorbell stream rings again for that one; a socket stays readable by itself.
     virtual void pass_wake() noexcept {}

@@ -23,21 +23,23 @@ void QueuePair::on_events(int fd, uint32_t events) {
 
 void QueuePair::spin(int fd) {
     Stream &s = fd == main_.fd.get() ? main_ : join_;
-    if (s.fd.get() != fd || !s.io->input_ready()) return;
-    {
+    if (s.fd.get() != fd) return;
+    uint32_t ev = s.io->ready();
+    if (ev & EPOLLIN) {
         std::unique_lock rl(s.rx_mu, std::try_to_lock);
-        if (!rl) return;  // its holder reads it; a spinning engine does not step in
+        if (!rl) ev &= ~uint32_t{EPOLLIN};  // its holder reads it: the engine does not step in
     }
-    engine_events(s, EPOLLIN);
+    if (ev) engine_events(s, ev);
 }
 
 void QueuePair::engine_events(Stream &s, uint32_t events) {
     bool spin = s.io->doorbell() && engine_->spins();
-    uint64_t before = spin ? s.io->consumed() : 0;
+    uint64_t before = spin ? s.io->progress() : 0;
     stream_events(s, events);
-    // Input was taken: the next request is likely close, so the engine polls for it a while
-    // rather than sleep. Only on progress, so a stream nobody can read leaves it idle.
-    if (spin && s.io->consumed() != before) engine_->keep_spinning();
+    // Bytes moved: the next request (or room for the rest of an answer) is likely close, so
+    // the engine polls a while rather than sleep. Only on progress, so a stream that cannot
+    // move leaves the engine idle.
+    if (spin && s.io->progress() != before) engine_->keep_spinning();
 }
 
 void QueuePair::spin_end(int fd) {
@@ -290,6 +292,7 @@ QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
         }
         n = s.io->readv(iov, 2);
     }
+    if (n < 0 && errno == EAGAIN && s.io->await_input()) return Step::kContinue;  // the rest
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Step::kBlock;
     if (n <= 0) {
         if (!s.why)  // the first cause: flush_tx may have shut the socket down

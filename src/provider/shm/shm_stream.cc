@@ -98,6 +98,7 @@ ssize_t ShmStream::writev(const iovec *iov, int n) {
         }
     }
     head_ += done;
+    sent_.store(head_, std::memory_order_relaxed);
     c->head.store(head_);  // seq_cst: ordered before the look at `sleeping`
     notify_peer();
     return static_cast<ssize_t>(done);
@@ -189,6 +190,29 @@ uint32_t ShmStream::woken(uint32_t) noexcept {
 bool ShmStream::input_ready() const noexcept {
     return in_.ctl->head.load() != tail_.load(std::memory_order_relaxed) || input_ended() ||
            shut_rd_.load(std::memory_order_relaxed);
+}
+
+bool ShmStream::await_input() noexcept {
+    // The peer publishes a large write every kPublishEvery bytes: a few microseconds apart.
+    constexpr auto kWait = std::chrono::microseconds(20);
+    auto until = std::chrono::steady_clock::now() + kWait;
+    do {
+        for (int i = 0; i < 64; ++i) {
+            if (input_ready()) return true;
+            cpu_relax();
+        }
+    } while (std::chrono::steady_clock::now() < until);
+    return false;
+}
+
+uint32_t ShmStream::ready() noexcept {
+    uint32_t ev = input_ready() ? uint32_t{EPOLLIN} : 0u;
+    // the reader clears `waiting` as it frees room (a hostile one may lie: the write then
+    // finds the ring full again and stops again)
+    if (tx_blocked_.load(std::memory_order_relaxed) && out_.ctl->waiting.load() == 0 &&
+        tx_blocked_.exchange(false, std::memory_order_relaxed))
+        ev |= EPOLLOUT;
+    return ev;
 }
 
 bool ShmStream::arm() noexcept {

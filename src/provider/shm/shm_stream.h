@@ -37,8 +37,11 @@ class ShmStream final : public rc::ByteStream {
     void yielded() noexcept override;
     void pass_wake() noexcept override;
     void poller(bool on) noexcept override { poller_ = on; }
-    bool input_ready() const noexcept override;
-    uint64_t consumed() const noexcept override { return tail_.load(std::memory_order_relaxed); }
+    uint32_t ready() noexcept override;
+    bool await_input() noexcept override;
+    uint64_t progress() const noexcept override {
+        return tail_.load(std::memory_order_relaxed) + sent_.load(std::memory_order_relaxed);
+    }
     bool doorbell() const noexcept override { return true; }
 
     // The peer's process has gone (its control socket ended): what it wrote is still read,
@@ -50,6 +53,7 @@ class ShmStream final : public rc::ByteStream {
   private:
     void ring_peer() noexcept;
     void notify_peer() noexcept;
+    bool input_ready() const noexcept;
     // what a reader at EAGAIN asks the peer for
     uint32_t bell() const noexcept { return poller_ ? kBellIfIdle : kBell; }
     bool input_ended() const noexcept;
@@ -61,6 +65,7 @@ class ShmStream final : public rc::ByteStream {
     // the stream without that lock and reads it.
     std::atomic<uint64_t> tail_{0};
     std::atomic<bool> tx_blocked_{false};  // a write found the ring full: EPOLLOUT on wake-up
+    std::atomic<uint64_t> sent_{0};        // head_ for other threads (progress)
     std::atomic<bool> gone_{false};
     std::atomic<bool> shut_rd_{false};
     bool shut_wr_ = false;
