@@ -35,8 +35,10 @@ void ShmStream::ring_peer() noexcept {
 }
 
 // After publishing our head: ring the peer if it asked. A peer thread that spins on the ring
-// (kBellIfIdle) usually takes the bytes within a microsecond, which costs neither side a system
-// call; if it does not within the grace, it may have stopped, and the doorbell goes after all.
+// (kBellIfIdle) is seen alive when its tail moves, usually within a microsecond, and then
+// needs no doorbell: it reads on, and one that leaves looks again and rings itself if input
+// is left (yielded, the engine's spin_end). If the tail does not move within the grace, the
+// reader may have stopped, and the doorbell goes after all.
 void ShmStream::notify_peer() noexcept {
     RingCtl *c = out_.ctl;
     uint32_t want = c->sleeping.load();  // seq_cst: after the head's store
@@ -44,9 +46,11 @@ void ShmStream::notify_peer() noexcept {
     if (want == kBellIfIdle) {
         constexpr auto kGrace = std::chrono::microseconds(2);
         auto until = std::chrono::steady_clock::now() + kGrace;
+        uint64_t seen = c->tail.load(std::memory_order_acquire);
         do {
             for (int i = 0; i < 64; ++i) {
-                if (c->tail.load(std::memory_order_acquire) == head_) return;  // taken
+                uint64_t t = c->tail.load(std::memory_order_acquire);
+                if (t != seen || t == head_) return;  // it reads
                 cpu_relax();
             }
         } while (std::chrono::steady_clock::now() < until);

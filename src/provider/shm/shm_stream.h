@@ -9,9 +9,9 @@
 // Doorbells: a side about to sleep sets `sleeping` (input) or `waiting` (space) in the ring,
 // then looks again; the other side, after publishing, clears the flag it finds set and writes
 // the eventfd. So a busy pair makes no system calls, and no wake-up is lost. A thread that
-// spins on its CQ asks only for a late doorbell (kBellIfIdle): the writer waits a couple of
-// microseconds for the bytes to be taken before it rings, so the spinner's own engine thread
-// is not woken for every answer.
+// spins on its CQ, or a spinning engine, asks only for a late doorbell (kBellIfIdle): the
+// writer waits a couple of microseconds for the reader's index to move before it rings, so a
+// spinner's own engine thread is not woken for every answer.
 #pragma once
 
 #include <atomic>
