@@ -23,6 +23,24 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
+// Spins until done() or about `limit` has passed; true if done. The clock is read only every
+// 64 looks: most waits end before the first read.
+template <class Done>
+bool spin_for(std::chrono::nanoseconds limit, Done done) noexcept {
+    std::chrono::steady_clock::time_point until{};
+    for (;;) {
+        for (int i = 0; i < 64; ++i) {
+            if (done()) return true;
+            cpu_relax();
+        }
+        auto now = std::chrono::steady_clock::now();
+        if (until == std::chrono::steady_clock::time_point{})
+            until = now + limit;
+        else if (now >= until)
+            return false;
+    }
+}
+
 void ring(int fd) noexcept {
     uint64_t one = 1;
     ssize_t r = ::write(fd, &one, sizeof(one));
@@ -44,16 +62,12 @@ void ShmStream::notify_peer() noexcept {
     uint32_t want = c->sleeping.load();  // seq_cst: after the head's store
     if (want == kNoBell) return;
     if (want == kBellIfIdle) {
-        constexpr auto kGrace = std::chrono::microseconds(2);
-        auto until = std::chrono::steady_clock::now() + kGrace;
         uint64_t seen = c->tail.load(std::memory_order_acquire);
-        do {
-            for (int i = 0; i < 64; ++i) {
-                uint64_t t = c->tail.load(std::memory_order_acquire);
-                if (t != seen || t == head_) return;  // it reads
-                cpu_relax();
-            }
-        } while (std::chrono::steady_clock::now() < until);
+        bool alive = spin_for(std::chrono::microseconds(2), [&] {
+            uint64_t t = c->tail.load(std::memory_order_acquire);
+            return t != seen || t == head_;  // it reads
+        });
+        if (alive) return;
     }
     if (c->sleeping.exchange(kNoBell) != kNoBell) ring_peer();
 }
@@ -197,16 +211,8 @@ bool ShmStream::input_ready() const noexcept {
 }
 
 bool ShmStream::await_input() noexcept {
-    // The peer publishes a large write every kPublishEvery bytes: a few microseconds apart.
-    constexpr auto kWait = std::chrono::microseconds(20);
-    auto until = std::chrono::steady_clock::now() + kWait;
-    do {
-        for (int i = 0; i < 64; ++i) {
-            if (input_ready()) return true;
-            cpu_relax();
-        }
-    } while (std::chrono::steady_clock::now() < until);
-    return false;
+    // the peer publishes a large write every kPublishEvery bytes: a few microseconds apart
+    return spin_for(std::chrono::microseconds(20), [&] { return input_ready(); });
 }
 
 uint32_t ShmStream::ready() noexcept {

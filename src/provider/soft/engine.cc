@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
+#include <utility>
 
 #include "common/log.h"
 
@@ -225,13 +226,12 @@ void Engine::guarded(Handler *h, F &&f) noexcept {
 
 void Engine::keep_spinning() {
     if (!spins() || !current_key_) return;
-    spin_until_ = Clock::now() + spin_window_;
+    spin_more_ = true;  // the loop moves the window on at its next look at the clock
     if (std::find(spin_keys_.begin(), spin_keys_.end(), current_key_) == spin_keys_.end())
         spin_keys_.push_back(current_key_);
 }
 
-void Engine::spin_turn() {
-    bool last = Clock::now() >= spin_until_;
+void Engine::spin_turn(bool last) {
     // by index and key: a callback may add keys or remove entries
     for (size_t i = 0; i < spin_keys_.size(); ++i) {
         auto it = entries_.find(spin_keys_[i]);
@@ -242,28 +242,40 @@ void Engine::spin_turn() {
         guarded(h.get(), [&] { last ? h->spin_end(fd) : h->spin(fd); });
         current_key_ = 0;
     }
-    if (last && Clock::now() >= spin_until_) spin_keys_.clear();
+}
+
+// While spinning: true if this turn goes on spinning without the epoll set. The clock is read
+// every 16th turn only (it is most of a turn's cost otherwise), and the epoll set (other fds,
+// posted commands, timers) once per spin window, at most 50 us apart.
+bool Engine::spin_on(Clock::time_point *next_look) {
+    if ((++spin_turns_ & 15) != 0) {
+        spin_turn(false);
+        return true;
+    }
+    auto now = Clock::now();
+    if (std::exchange(spin_more_, false)) spin_until_ = now + spin_window_;
+    if (now >= spin_until_) {
+        spin_turn(true);  // may find input and spin on (spin_more_)
+        if (!spin_more_) spin_keys_.clear();
+        return true;
+    }
+    if (now < *next_look) {
+        spin_turn(false);
+        return true;
+    }
+    *next_look = now + std::min<Clock::duration>(spin_window_, std::chrono::microseconds(50));
+    return false;
 }
 
 void Engine::loop() {
-    // While spinning, the epoll set (other fds, posted commands, timers) is looked at only this
-    // often: its system call would otherwise be most of each turn.
-    constexpr auto kLookEvery = std::chrono::microseconds(50);
     Clock::time_point next_look{};
     epoll_event evs[64];
     while (!stop_) {
-        if (!spin_keys_.empty()) {
-            auto now = Clock::now();
-            if (now < next_look) {
-                spin_turn();
-                continue;
-            }
-            next_look = now + kLookEvery;
-        }
+        if (!spin_keys_.empty() && spin_on(&next_look)) continue;
         bool spin = !spin_keys_.empty();
         int n = ::epoll_wait(epfd_.get(), evs, 64, spin ? 0 : next_timeout_ms());
         if (spin && n == 0) {
-            spin_turn();
+            spin_turn(false);
             fire_timers();
             continue;
         }

@@ -113,9 +113,12 @@ class Engine {
     std::unordered_map<uint64_t, Entry> entries_;
     std::multimap<Clock::time_point, std::weak_ptr<Handler>> timers_;
     std::atomic<uint64_t> next_key_{1};
-    void spin_turn();
-    std::vector<uint64_t> spin_keys_;  // engine thread only, as the three below
+    void spin_turn(bool last);
+    bool spin_on(Clock::time_point *next_look);
+    std::vector<uint64_t> spin_keys_;  // engine thread only, as the four below
     uint64_t current_key_ = 0;         // whose callback runs
+    bool spin_more_ = false;           // work was found: move the window on
+    unsigned spin_turns_ = 0;
     Clock::time_point spin_until_{};
     Clock::duration spin_window_;
 };
