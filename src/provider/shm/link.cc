@@ -102,6 +102,25 @@ bool peer_allowed(int unix_fd, std::string *why) {
     return true;
 }
 
+namespace {
+// One offer on the control socket: the Offer and room for its descriptors (SCM_RIGHTS), the
+// same both ways.
+struct OfferMessage {
+    explicit OfferMessage(Offer *o) : iov{o, sizeof(*o)} {
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cbuf;
+        msg.msg_controllen = sizeof(cbuf);
+    }
+    OfferMessage(const OfferMessage &) = delete;
+    OfferMessage &operator=(const OfferMessage &) = delete;
+
+    iovec iov;
+    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kNumFds)] = {};
+    msghdr msg{};
+};
+}  // namespace
+
 std::shared_ptr<Link> Link::offer(int tcp_fd, uint64_t token, std::string *why) {
     uint16_t port = 0;
     if (!same_host(tcp_fd, &port, why)) return nullptr;
@@ -131,13 +150,8 @@ std::shared_ptr<Link> Link::offer(int tcp_fd, uint64_t token, std::string *why) 
     }
     if (!peer_allowed(l->ctl_.get(), why)) return nullptr;
     Offer o{kOfferMagic, kOfferVersion, kNumFds, token, kDefaultRingSize, 0};
-    iovec iov{&o, sizeof(o)};
-    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kNumFds)] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf;
-    msg.msg_controllen = sizeof(cbuf);
+    OfferMessage m(&o);
+    msghdr &msg = m.msg;
     cmsghdr *cm = CMSG_FIRSTHDR(&msg);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
@@ -153,13 +167,8 @@ std::shared_ptr<Link> Link::offer(int tcp_fd, uint64_t token, std::string *why) 
 }
 
 int Link::read_offer(int ctl, Offer *o, Fd *fds, int *nfds, std::string *why) {
-    iovec iov{o, sizeof(*o)};
-    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kNumFds)] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf;
-    msg.msg_controllen = sizeof(cbuf);
+    OfferMessage m(o);
+    msghdr &msg = m.msg;
     ssize_t n = ::recvmsg(ctl, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
     *nfds = 0;
