@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -318,7 +319,7 @@ TEST_F(ShmRingTest, APollerAsksOnlyForALateDoorbellThatComesIfItFallsBehind) {
 
 TEST_F(ShmRingTest, APollerThatKeepsUpCostsTheWriterNoDoorbell) {
     settle();
-    constexpr int kMsgs = 200;
+    constexpr int kMsgs = 200, kRounds = 5;
     std::atomic<uint64_t> taken{0};
     std::atomic<bool> stop{false};
     std::thread poller([&] {
@@ -331,18 +332,23 @@ TEST_F(ShmRingTest, APollerThatKeepsUpCostsTheWriterNoDoorbell) {
             taken.store(rpos);
         }
     });
-    uint64_t wpos = 0, rung = 0;
-    for (int i = 0; i < kMsgs; ++i) {
-        ASSERT_EQ(write_pattern(*client_, &wpos, 8), 8);
-        while (taken.load() != wpos) std::this_thread::yield();
-        rung += rings(smain_.get());
+    // The poller found the ring empty before each message (the writer waits for it), so a
+    // doorbell on demand would ring for each; one that waits for the reader's index to move
+    // rings only where the poller was descheduled past the grace. A loaded machine (ctest -j)
+    // may deschedule it often: the best of a few rounds counts.
+    uint64_t wpos = 0, best = kMsgs;
+    for (int round = 0; round < kRounds && best >= kMsgs / 2; ++round) {
+        uint64_t rung = 0;
+        for (int i = 0; i < kMsgs; ++i) {
+            ASSERT_EQ(write_pattern(*client_, &wpos, 8), 8);
+            while (taken.load() != wpos) std::this_thread::yield();
+            rung += rings(smain_.get());
+        }
+        best = std::min(best, rung);
     }
     stop = true;
     poller.join();
-    // the poller found the ring empty before each message (it waited for it), so a doorbell
-    // on demand would ring for each; one that waits for the bytes to be taken rings only when
-    // the poller was descheduled past the grace
-    EXPECT_LT(rung, static_cast<uint64_t>(kMsgs / 2));
+    EXPECT_LT(best, static_cast<uint64_t>(kMsgs / 2));
 }
 
 // ---- hostile indices ----
