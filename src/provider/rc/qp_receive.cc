@@ -152,6 +152,13 @@ void QueuePair::drive(int channel_fd) {
     {
         std::lock_guard lk(s.mu);
         ok = ok && s.key != 0 && s.rx_on;
+        // A doorbell wakes every thread that sleeps on it, and the engine could only step
+        // aside after waking: it steps aside now (a socket keeps it off by rx_mu alone). The
+        // two epoll_ctl per wait pay: without them write 1 MiB fell from 14.5 to 10 GB/s.
+        if (ok && s.io->doorbell() && !s.backoff) {
+            s.backoff = true;
+            update_mask(s);
+        }
     }
     bool aside = false;
     if (ok) {
@@ -166,10 +173,8 @@ void QueuePair::drive(int channel_fd) {
     }
     if (!ok) rl.unlock();
     // Holding rx_mu across the poll keeps the engine off the answer stream: one wake-up, not
-    // two, on a socket. A doorbell (shm) wakes the engine as well, which finds the stream held
-    // and rings again for this thread (pass_wake): measured cheaper than stepping the engine
-    // aside with two epoll_ctl per wait. The peer's requests are watched too; the engine
-    // serves them whenever no thread waits here.
+    // two. The peer's requests are watched too; the engine serves them whenever no thread
+    // waits here.
     pollfd p[3] = {{channel_fd, POLLIN, 0}, {s.fd.get(), POLLIN, 0}, {r.fd.get(), POLLIN, 0}};
     // a doorbell stream (shm) first asks to be woken, and skips the sleep if input came
     bool ready = false;
