@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -300,12 +301,12 @@ TEST_F(ShmRingTest, APollerAsksOnlyForALateDoorbellThatComesIfItFallsBehind) {
     settle();
     uint64_t wpos = 0, rpos = 0;
     char b[64];
-    server_->poller(true);
+    server_->reader(rc::ByteStream::Reader::kPoller);
     errno = 0;
     ASSERT_EQ(read(*server_, b, sizeof(b)), -1);
     ASSERT_EQ(errno, EAGAIN);
     server_->yielded();
-    server_->poller(false);
+    server_->reader(rc::ByteStream::Reader::kWaiter);
     EXPECT_EQ(ctl(RingId::kMainToServer)->sleeping.load(), kBellIfIdle);
     // nobody takes the bytes: after the grace the doorbell goes after all, and the flag with it
     ASSERT_EQ(write_pattern(*client_, &wpos, 10), 10);
@@ -317,6 +318,46 @@ TEST_F(ShmRingTest, APollerAsksOnlyForALateDoorbellThatComesIfItFallsBehind) {
     EXPECT_EQ(ctl(RingId::kMainToServer)->sleeping.load(), kBell);
 }
 
+TEST_F(ShmRingTest, ASpinningEngineAsksForNoDoorbellUntilItArms) {
+    settle();
+    uint64_t wpos = 0, rpos = 0;
+    char b[64];
+    server_->reader(rc::ByteStream::Reader::kSpinner);
+    ASSERT_EQ(read(*server_, b, sizeof(b)), -1);
+    ASSERT_EQ(errno, EAGAIN);
+    server_->yielded();
+    EXPECT_EQ(ctl(RingId::kMainToServer)->sleeping.load(), kNoBell);
+    // the writer neither rings nor waits; the spinner finds the bytes by looking
+    ASSERT_EQ(write_pattern(*client_, &wpos, 10), 10);
+    EXPECT_EQ(rings(smain_.get()), 0u);
+    EXPECT_EQ(server_->ready() & EPOLLIN, uint32_t{EPOLLIN});
+    // a spinner that leaves input behind does not ring itself: it looks again
+    ASSERT_EQ(read(*server_, b, 4), 4);
+    rpos = 4;
+    server_->yielded();
+    EXPECT_EQ(rings(smain_.get()), 0u);
+    EXPECT_EQ(read_pattern(*server_, &rpos), 6u);
+    server_->reader(rc::ByteStream::Reader::kWaiter);
+    // the spin ends: arm asks for the doorbell again, and the next write rings
+    EXPECT_FALSE(server_->arm());
+    EXPECT_EQ(ctl(RingId::kMainToServer)->sleeping.load(), kBell);
+    ASSERT_EQ(write_pattern(*client_, &wpos, 10), 10);
+    EXPECT_EQ(rings(smain_.get()), 1u);
+}
+
+TEST_F(ShmRingTest, AwaitInputSaysWhetherInputCameWithinTheLimit) {
+    settle();
+    uint64_t wpos = 0;
+    ctl(RingId::kMainToServer)->sleeping.store(kBell);
+    EXPECT_FALSE(server_->await_input(std::chrono::microseconds(50)));
+    // while it looks the writer need not ring; the caller arms again afterwards
+    EXPECT_EQ(ctl(RingId::kMainToServer)->sleeping.load(), kNoBell);
+    ASSERT_EQ(write_pattern(*client_, &wpos, 3), 3);
+    EXPECT_EQ(rings(smain_.get()), 0u);
+    EXPECT_TRUE(server_->await_input(std::chrono::microseconds(50)));
+    EXPECT_TRUE(server_->arm());
+}
+
 TEST_F(ShmRingTest, APollerThatKeepsUpCostsTheWriterNoDoorbell) {
     settle();
     constexpr int kMsgs = 200, kRounds = 5;
@@ -325,10 +366,10 @@ TEST_F(ShmRingTest, APollerThatKeepsUpCostsTheWriterNoDoorbell) {
     std::thread poller([&] {
         uint64_t rpos = 0;
         while (!stop.load()) {
-            server_->poller(true);
+            server_->reader(rc::ByteStream::Reader::kPoller);
             size_t n = read_pattern(*server_, &rpos);
             if (n == 0) server_->yielded();
-            server_->poller(false);
+            server_->reader(rc::ByteStream::Reader::kWaiter);
             taken.store(rpos);
         }
     });

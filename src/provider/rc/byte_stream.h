@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <chrono>
 #include <cstdint>
 
 namespace rpma::rc {
@@ -29,17 +30,21 @@ class ByteStream {
     // A reader stopped with the stream still readable, or at EAGAIN: a socket's level-triggered
     // readiness brings it back for the rest; a doorbell stream rings itself if input is left.
     virtual void yielded() noexcept {}
-    // The reader from now on (until false) looks again at once (a thread spinning on its CQ, a
-    // spinning engine): a doorbell stream lets the peer skip the doorbell while it keeps up.
-    virtual void poller(bool /*on*/) noexcept {}
+    // Who reads from now on (under the rx lock), for a doorbell stream: what a read that
+    // finds no input asks the peer for. kWaiter sleeps next: a doorbell. kPoller (a thread
+    // spinning on its CQ) looks again soon but may stop any time: a doorbell only if it falls
+    // behind. kSpinner (a spinning engine) looks again until it arms the stream (arm): none.
+    enum class Reader { kWaiter, kPoller, kSpinner };
+    virtual void reader(Reader) noexcept {}
     // For a spinning engine, without a system call (0 where that takes one): EPOLLIN if input
     // or the end is there, EPOLLOUT if a write that found no room may go on now (taken: the
     // next call says it only if a write is stopped again).
     virtual uint32_t ready() noexcept { return 0; }
-    // The reader is in the middle of a message and found no more input: a stream whose peer
-    // writes without system calls waits a moment for the rest (true: it came) rather than let
-    // the reader sleep and be woken for each piece. A socket says false at once.
-    virtual bool await_input() noexcept { return false; }
+    // The reader found no input but expects some within microseconds (the rest of a message,
+    // the answer a waiter is about to sleep for): a stream whose peer writes without system
+    // calls waits up to limit for it (true: it came) rather than let the reader sleep and be
+    // woken. A socket says false at once.
+    virtual bool await_input(std::chrono::microseconds /*limit*/) noexcept { return false; }
     // Bytes read and written so far, where that costs no system call (else 0): tells a turn
     // that moved something from one that did not.
     virtual uint64_t progress() const noexcept { return 0; }

@@ -12,6 +12,10 @@
 
 namespace rpma::rc {
 
+namespace {
+constexpr std::chrono::microseconds kRestOfMessageWait{20}, kAnswerWait{10};
+}  // namespace
+
 void QueuePair::on_events(int fd, uint32_t events) {
     Stream &s = fd == main_.fd.get() ? main_ : join_;
     if (s.fd.get() != fd) {
@@ -27,19 +31,33 @@ void QueuePair::spin(int fd) {
     uint32_t ev = s.io->ready();
     if (ev & EPOLLIN) {
         std::unique_lock rl(s.rx_mu, std::try_to_lock);
-        if (!rl) ev &= ~uint32_t{EPOLLIN};  // its holder reads it: the engine does not step in
+        // its holder reads it: the engine does not step in; a stalled stream waits for a post
+        if (!rl || !readable(s)) ev &= ~uint32_t{EPOLLIN};
     }
     if (ev) engine_events(s, ev);
+}
+
+bool QueuePair::readable(Stream &s) {
+    std::lock_guard lk(s.mu);
+    return s.rx_on && !s.stalled && !s.disc_rx;
 }
 
 void QueuePair::engine_events(Stream &s, uint32_t events) {
     bool spin = s.io->doorbell() && engine_->spins();
     uint64_t before = spin ? s.io->progress() : 0;
     stream_events(s, events);
+    if (!spin) return;
     // Bytes moved: the next request (or room for the rest of an answer) is likely close, so
-    // the engine polls a while rather than sleep. Only on progress, so a stream that cannot
-    // move leaves the engine idle.
-    if (spin && s.io->progress() != before) engine_->keep_spinning();
+    // the engine polls a while rather than sleep, and spin_end arms the stream when it stops.
+    // Without progress it sleeps, and the stream (read as kSpinner) asks for a doorbell now.
+    if (s.io->progress() != before) {
+        engine_->keep_spinning();
+        return;
+    }
+    // Another holder of the stream asked for what it needs itself (drive, poll_once).
+    std::unique_lock rl(s.rx_mu, std::try_to_lock);
+    if (rl && s.io->arm() && readable(s))
+        s.io->pass_wake();  // input came after the read: the peer saw no flag to ring
 }
 
 void QueuePair::spin_end(int fd) {
@@ -69,7 +87,12 @@ void QueuePair::stream_events(Stream &s, uint32_t events) {
         if (key) engine_->remove(key);
         return;
     }
-    bool spin = s.io->doorbell() && engine_->spins();  // engine_events: it spins next
+    // The engine that polls next (engine_events) reads the peer's requests as their only
+    // reader: the peer need not ring while it spins (spin_end arms the stream). Answers are
+    // mostly read by the application's waiting or polling threads: a late doorbell there.
+    auto who = !(s.io->doorbell() && engine_->spins()) ? ByteStream::Reader::kWaiter
+               : &s == &resp()                         ? ByteStream::Reader::kSpinner
+                                                       : ByteStream::Reader::kPoller;
     if ((events & EPOLLOUT) && !on_writable(s, true)) return;
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         bool stalled;
@@ -82,7 +105,7 @@ void QueuePair::stream_events(Stream &s, uint32_t events) {
             // an orderly end of this one mean the peer closed in order (it deleted the
             // connection while its send waited for a receive).
             Stream &other = &s == &main_ ? join_ : main_;
-            if (!other.disc_rx) read_stream_if_free(other, spin);
+            if (!other.disc_rx) read_stream_if_free(other, who);
             if (other.disc_rx && !(events & EPOLLERR)) {
                 s.disc_rx = true;
                 {
@@ -96,7 +119,7 @@ void QueuePair::stream_events(Stream &s, uint32_t events) {
             lost("the peer went away while its send waited for a receive");
             return;
         }
-        read_stream_if_free(s, spin);
+        read_stream_if_free(s, who);
     }
 }
 
@@ -122,7 +145,7 @@ bool QueuePair::on_writable(Stream &s, bool engine) {
     return true;
 }
 
-void QueuePair::read_stream_if_free(Stream &s, bool spinner) {
+void QueuePair::read_stream_if_free(Stream &s, ByteStream::Reader who) {
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
     if (!rl) {
         // A waiting thread drives this stream (drive). Stop polling it here until that thread
@@ -140,7 +163,7 @@ void QueuePair::read_stream_if_free(Stream &s, bool spinner) {
         s.backoff = false;
         update_mask(s);
     }
-    read_stream(s, spinner);
+    read_stream(s, who);
 }
 
 void QueuePair::drive(int channel_fd) {
@@ -176,9 +199,13 @@ void QueuePair::drive(int channel_fd) {
     // two. The peer's requests are watched too; the engine serves them whenever no thread
     // waits here.
     pollfd p[3] = {{channel_fd, POLLIN, 0}, {s.fd.get(), POLLIN, 0}, {r.fd.get(), POLLIN, 0}};
-    // a doorbell stream (shm) first asks to be woken, and skips the sleep if input came
+    // A doorbell stream (shm) first waits a moment, since a round trip with a spinning peer
+    // takes microseconds and a sleep costs more; then it asks to be woken, and skips the sleep
+    // if input came.
     bool ready = false;
-    if (ok) {
+    if (ok && s.io->await_input(kAnswerWait)) {
+        ready = true;
+    } else if (ok) {
         bool s_in = s.io->arm();  // both streams ask, whatever the first one says
         bool r_in = serve && r.io->arm();
         ready = s_in || r_in;
@@ -216,7 +243,7 @@ void QueuePair::poll_once(bool requests) {
         std::lock_guard lk(s.mu);
         go = s.key && s.rx_on;
     }
-    if (go) read_stream(s, true);
+    if (go) read_stream(s, ByteStream::Reader::kPoller);
     rl.unlock();
     hand_back(s);  // on every path: the engine may have stepped aside while we held the lock
     // A spinning thread pays a system call for each look at the request stream: it looks on
@@ -224,10 +251,10 @@ void QueuePair::poll_once(bool requests) {
     if (requests &&
         (waiter_serves_.load(std::memory_order_relaxed) ||
          (polls_.fetch_add(1, std::memory_order_relaxed) + 1) % kPollsPerRequestLook == 0))
-        serve_requests(true);
+        serve_requests(ByteStream::Reader::kPoller);
 }
 
-void QueuePair::serve_requests(bool spinner) {
+void QueuePair::serve_requests(ByteStream::Reader who) {
     Stream &r = resp();
     std::unique_lock rl(r.rx_mu, std::try_to_lock);
     if (!rl) return;  // the engine is serving them
@@ -237,7 +264,7 @@ void QueuePair::serve_requests(bool spinner) {
         go = r.key && r.rx_on && !r.stalled;
     }
     uint64_t before = resp_seq_.load(std::memory_order_relaxed);
-    if (go) read_stream(r, spinner);
+    if (go) read_stream(r, who);
     if (resp_seq_.load(std::memory_order_relaxed) != before)
         waiter_serves_.store(true, std::memory_order_relaxed);
     rl.unlock();
@@ -293,7 +320,8 @@ QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
         }
         n = s.io->readv(iov, 2);
     }
-    if (n < 0 && errno == EAGAIN && s.io->await_input()) return Step::kContinue;  // the rest
+    // the rest: the peer publishes a large write every 64 KiB, microseconds apart
+    if (n < 0 && errno == EAGAIN && s.io->await_input(kRestOfMessageWait)) return Step::kContinue;
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Step::kBlock;
     if (n <= 0) {
         if (!s.why)  // the first cause: flush_tx may have shut the socket down
@@ -309,11 +337,11 @@ QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
     return Step::kContinue;
 }
 
-void QueuePair::read_stream(Stream &s, bool spinner) {
-    s.io->poller(spinner);
+void QueuePair::read_stream(Stream &s, ByteStream::Reader who) {
+    s.io->reader(who);
     Step st = read_frames(s);
     if (st == Step::kBlock) s.io->yielded();
-    s.io->poller(false);
+    s.io->reader(ByteStream::Reader::kWaiter);
     finish_read(s, st);
 }
 

@@ -88,7 +88,7 @@ class QueuePair : public prov::QueuePair,
     void set_cq_driver(CqDriver *d) noexcept;
     // A waiting or polling thread serves the peer's requests too (the responder), so a target
     // application that waits for a message handles it on its own thread.
-    void serve_requests(bool spinner = false);
+    void serve_requests(ByteStream::Reader who = ByteStream::Reader::kWaiter);
 
   protected:
     // kClosing: deleted while established; the engine finishes the orderly close (our
@@ -191,12 +191,13 @@ class QueuePair : public prov::QueuePair,
     void send_frame(Stream &s, const FrameHeader &h);
 
     // rx
-    // s.rx_mu held; spinner: this thread looks again soon (a poller, a spinning engine)
-    void read_stream(Stream &s, bool spinner = false);
+    // s.rx_mu held; who: the kind of thread that reads (byte_stream.h)
+    void read_stream(Stream &s, ByteStream::Reader who = ByteStream::Reader::kWaiter);
     void engine_events(Stream &s, uint32_t events);  // the engine's, after woken()
+    bool readable(Stream &s);  // a read could take input now (rx on, not stalled)
     void stream_events(Stream &s, uint32_t events);
-    // takes s.rx_mu, or leaves the work to its holder; spinner: as read_stream
-    void read_stream_if_free(Stream &s, bool spinner = false);
+    // takes s.rx_mu, or leaves the work to its holder; who: as read_stream
+    void read_stream_if_free(Stream &s, ByteStream::Reader who = ByteStream::Reader::kWaiter);
     // EPOLLOUT: queued frames out, a request that waited for them resumed (on this thread if
     // engine, else on the engine's). false if the connection was lost.
     bool on_writable(Stream &s, bool engine);

@@ -134,7 +134,8 @@ ssize_t ShmStream::readv(const iovec *iov, int n) {
     if (avail == 0) {
         bool ended = input_ended();
         // Ask for a doorbell even when a spinning poller reads, as it may stop at any time and
-        // then only the engine thread reads on; for a poller only if it falls behind.
+        // then only the engine thread reads on; for a poller only if it falls behind; none
+        // for a spinning engine, which arms the stream as it stops.
         if (!ended) c->sleeping.store(bell());
         avail = c->head.load() - tail;  // after `closed` or the flag
         if (avail == 0) {
@@ -210,9 +211,11 @@ bool ShmStream::input_ready() const noexcept {
            shut_rd_.load(std::memory_order_relaxed);
 }
 
-bool ShmStream::await_input() noexcept {
-    // the peer publishes a large write every kPublishEvery bytes: a few microseconds apart
-    return spin_for(std::chrono::microseconds(20), [&] { return input_ready(); });
+bool ShmStream::await_input(std::chrono::microseconds limit) noexcept {
+    // While we look, the writer need not ring (nor wait to see us read); whoever calls this arms
+    // the stream again if nothing came (drive's arm, yielded after the read).
+    in_.ctl->sleeping.store(kNoBell);
+    return spin_for(limit, [&] { return input_ready(); });
 }
 
 uint32_t ShmStream::ready() noexcept {
@@ -232,9 +235,12 @@ bool ShmStream::arm() noexcept {
 
 void ShmStream::yielded() noexcept {
     // The reader leaves the stream until its next wake-up (it may stop short of EAGAIN): ask
-    // for a doorbell, and ring our own if input is left, as level-triggered epoll would.
+    // for a doorbell, and ring our own if input is left, as level-triggered epoll would. A
+    // spinning engine looks again by itself.
     in_.ctl->sleeping.store(bell());
-    if (in_.ctl->head.load() != tail_.load(std::memory_order_relaxed)) ring(wake_fd_);
+    if (reader_ != Reader::kSpinner &&
+        in_.ctl->head.load() != tail_.load(std::memory_order_relaxed))
+        ring(wake_fd_);
 }
 
 void ShmStream::pass_wake() noexcept {

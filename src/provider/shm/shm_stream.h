@@ -36,9 +36,9 @@ class ShmStream final : public rc::ByteStream {
     bool arm() noexcept override;
     void yielded() noexcept override;
     void pass_wake() noexcept override;
-    void poller(bool on) noexcept override { poller_ = on; }
+    void reader(Reader r) noexcept override { reader_ = r; }
     uint32_t ready() noexcept override;
-    bool await_input() noexcept override;
+    bool await_input(std::chrono::microseconds limit) noexcept override;
     uint64_t progress() const noexcept override {
         return tail_.load(std::memory_order_relaxed) + sent_.load(std::memory_order_relaxed);
     }
@@ -55,7 +55,11 @@ class ShmStream final : public rc::ByteStream {
     void notify_peer() noexcept;
     bool input_ready() const noexcept;
     // what a reader at EAGAIN asks the peer for
-    uint32_t bell() const noexcept { return poller_ ? kBellIfIdle : kBell; }
+    uint32_t bell() const noexcept {
+        return reader_ == Reader::kWaiter   ? kBell
+               : reader_ == Reader::kPoller ? kBellIfIdle
+                                            : kNoBell;
+    }
     bool input_ended() const noexcept;
 
     RingView out_, in_;
@@ -69,7 +73,7 @@ class ShmStream final : public rc::ByteStream {
     std::atomic<bool> gone_{false};
     std::atomic<bool> shut_rd_{false};
     bool shut_wr_ = false;
-    bool poller_ = false;  // the reader spins (under the rx lock, as the reads)
+    Reader reader_ = Reader::kWaiter;  // under the rx lock, as the reads
     std::shared_ptr<const void> owner_;
 };
 
