@@ -16,25 +16,30 @@ namespace {
 constexpr std::chrono::microseconds kRestOfMessageWait{20}, kAnswerWait{10};
 }  // namespace
 
+QueuePair::Stream *QueuePair::stream_of(int fd) noexcept {
+    if (fd == main_.fd.get()) return &main_;
+    return fd == join_.fd.get() ? &join_ : nullptr;
+}
+
 void QueuePair::on_events(int fd, uint32_t events) {
-    Stream &s = fd == main_.fd.get() ? main_ : join_;
-    if (s.fd.get() != fd) {
+    Stream *s = stream_of(fd);
+    if (!s) {
         other_events(fd, events);
         return;
     }
-    engine_events(s, s.io->woken(events));
+    engine_events(*s, s->io->woken(events));
 }
 
 void QueuePair::spin(int fd) {
-    Stream &s = fd == main_.fd.get() ? main_ : join_;
-    if (s.fd.get() != fd) return;
-    uint32_t ev = s.io->ready();
+    Stream *s = stream_of(fd);
+    if (!s) return;
+    uint32_t ev = s->io->ready();
     if (ev & EPOLLIN) {
-        std::unique_lock rl(s.rx_mu, std::try_to_lock);
+        std::unique_lock rl(s->rx_mu, std::try_to_lock);
         // its holder reads it: the engine does not step in; a stalled stream waits for a post
-        if (!rl || !readable(s)) ev &= ~uint32_t{EPOLLIN};
+        if (!rl || !readable(*s)) ev &= ~uint32_t{EPOLLIN};
     }
-    if (ev) engine_events(s, ev);
+    if (ev) engine_events(*s, ev);
 }
 
 bool QueuePair::readable(Stream &s) {
@@ -44,16 +49,25 @@ bool QueuePair::readable(Stream &s) {
 
 void QueuePair::engine_events(Stream &s, uint32_t events) {
     bool spin = s.io->doorbell() && engine_->spins();
+    // The engine that polls next reads the peer's requests as their only reader: the peer
+    // need not ring while it spins (the stream is armed when the spin ends). Answers are
+    // mostly read by the application's waiting or polling threads: a late doorbell there.
+    auto who = !spin           ? ByteStream::Reader::kWaiter
+               : &s == &resp() ? ByteStream::Reader::kSpinner
+                               : ByteStream::Reader::kPoller;
     uint64_t before = spin ? s.io->progress() : 0;
-    stream_events(s, events);
+    stream_events(s, events, who);
     if (!spin) return;
     // Bytes moved: the next request (or room for the rest of an answer) is likely close, so
     // the engine polls a while rather than sleep, and spin_end arms the stream when it stops.
     // Without progress it sleeps, and the stream (read as kSpinner) asks for a doorbell now.
-    if (s.io->progress() != before) {
+    if (s.io->progress() != before)
         engine_->keep_spinning();
-        return;
-    }
+    else
+        rearm(s);
+}
+
+void QueuePair::rearm(Stream &s) {
     // Another holder of the stream asked for what it needs itself (drive, poll_once).
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
     if (rl && s.io->arm() && readable(s))
@@ -61,12 +75,10 @@ void QueuePair::engine_events(Stream &s, uint32_t events) {
 }
 
 void QueuePair::spin_end(int fd) {
-    Stream &s = fd == main_.fd.get() ? main_ : join_;
-    // a doorbell again, or one now if input came meanwhile (not yielded: no rx lock here)
-    if (s.fd.get() == fd && s.io->arm()) s.io->pass_wake();
+    if (Stream *s = stream_of(fd)) rearm(*s);  // a doorbell again
 }
 
-void QueuePair::stream_events(Stream &s, uint32_t events) {
+void QueuePair::stream_events(Stream &s, uint32_t events, ByteStream::Reader who) {
     Cm cm;
     {
         std::lock_guard lk(cm_mu_);
@@ -87,12 +99,6 @@ void QueuePair::stream_events(Stream &s, uint32_t events) {
         if (key) engine_->remove(key);
         return;
     }
-    // The engine that polls next (engine_events) reads the peer's requests as their only
-    // reader: the peer need not ring while it spins (spin_end arms the stream). Answers are
-    // mostly read by the application's waiting or polling threads: a late doorbell there.
-    auto who = !(s.io->doorbell() && engine_->spins()) ? ByteStream::Reader::kWaiter
-               : &s == &resp()                         ? ByteStream::Reader::kSpinner
-                                                       : ByteStream::Reader::kPoller;
     if ((events & EPOLLOUT) && !on_writable(s, true)) return;
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         bool stalled;

@@ -193,9 +193,14 @@ class QueuePair : public prov::QueuePair,
     // rx
     // s.rx_mu held; who: the kind of thread that reads (byte_stream.h)
     void read_stream(Stream &s, ByteStream::Reader who = ByteStream::Reader::kWaiter);
+    Stream *stream_of(int fd) noexcept;              // main_, join_ or nullptr
     void engine_events(Stream &s, uint32_t events);  // the engine's, after woken()
     bool readable(Stream &s);  // a read could take input now (rx on, not stalled)
-    void stream_events(Stream &s, uint32_t events);
+    // who: the kind of reader the engine is here (engine_events)
+    void stream_events(Stream &s, uint32_t events, ByteStream::Reader who);
+    // a spinning engine stops polling s: a doorbell again, or one now if input came after its
+    // last read (skipped while another thread holds s: that one asks for what it needs)
+    void rearm(Stream &s);
     // takes s.rx_mu, or leaves the work to its holder; who: as read_stream
     void read_stream_if_free(Stream &s, ByteStream::Reader who = ByteStream::Reader::kWaiter);
     // EPOLLOUT: queued frames out, a request that waited for them resumed (on this thread if

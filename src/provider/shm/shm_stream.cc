@@ -122,6 +122,13 @@ ssize_t ShmStream::writev(const iovec *iov, int n) {
     return static_cast<ssize_t>(done);
 }
 
+void ShmStream::publish_tail(uint64_t tail) noexcept {
+    tail_.store(tail, std::memory_order_relaxed);
+    RingCtl *c = in_.ctl;
+    c->tail.store(tail);  // seq_cst: ordered before the look at `waiting`
+    if (c->waiting.load() && c->waiting.exchange(0)) ring_peer();
+}
+
 bool ShmStream::input_ended() const noexcept {
     return gone_.load(std::memory_order_acquire) || in_.ctl->closed.load(std::memory_order_acquire);
 }
@@ -162,16 +169,11 @@ ssize_t ShmStream::readv(const iovec *iov, int n) {
             if (done - published >= kPublishEvery && done < avail) {
                 // a large read: the writer refills what we took while we copy the rest
                 published = done;
-                tail_.store(tail + done, std::memory_order_relaxed);
-                c->tail.store(tail + done);
-                if (c->waiting.load() && c->waiting.exchange(0)) ring_peer();
+                publish_tail(tail + done);
             }
         }
     }
-    tail += done;
-    tail_.store(tail, std::memory_order_relaxed);
-    c->tail.store(tail);
-    if (c->waiting.load() && c->waiting.exchange(0)) ring_peer();
+    publish_tail(tail + done);
     return static_cast<ssize_t>(done);
 }
 

@@ -9,9 +9,10 @@
 // Doorbells: a side about to sleep sets `sleeping` (input) or `waiting` (space) in the ring,
 // then looks again; the other side, after publishing, clears the flag it finds set and writes
 // the eventfd. So a busy pair makes no system calls, and no wake-up is lost. A thread that
-// spins on its CQ, or a spinning engine, asks only for a late doorbell (kBellIfIdle): the
-// writer waits a couple of microseconds for the reader's index to move before it rings, so a
-// spinner's own engine thread is not woken for every answer.
+// spins on its CQ asks only for a late doorbell (kBellIfIdle): the writer waits a couple of
+// microseconds for the reader's index to move before it rings, so a spinner's own engine
+// thread is not woken for every answer. A spinning engine asks for none until it stops
+// (rc::ByteStream::Reader).
 #pragma once
 
 #include <atomic>
@@ -53,6 +54,7 @@ class ShmStream final : public rc::ByteStream {
   private:
     void ring_peer() noexcept;
     void notify_peer() noexcept;
+    void publish_tail(uint64_t tail) noexcept;  // what we have read: the writer may refill it
     bool input_ready() const noexcept;
     // what a reader at EAGAIN asks the peer for
     uint32_t bell() const noexcept {
