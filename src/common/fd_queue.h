@@ -51,8 +51,14 @@ class FdQueue {
         return item;
     }
 
-    // Takes one item only if one is ready, whatever the fd's blocking mode.
+    // Takes one item only if one is ready, whatever the fd's blocking mode. An empty queue
+    // costs no system call (a waiter checks it before every sleep); an item pushed meanwhile
+    // makes the fd readable, which that sleep watches.
     std::optional<T> try_pop() {
+        {
+            std::lock_guard lk(mu_);
+            if (items_.empty()) return std::nullopt;
+        }
         pollfd p{fd_.get(), POLLIN, 0};
         if (::poll(&p, 1, 0) != 1) return std::nullopt;
         return pop();

@@ -253,6 +253,29 @@ class TcpWaiterServesTest : public TcpDomainTest, public ::testing::WithParamInt
         if (!released_) release_.set_value();
         released_ = true;
     }
+    // A 4-byte send from buf_, signaled.
+    prov::SendWr Send(uint64_t id) {
+        prov::SendWr w;
+        w.op = prov::WrOp::kSend;
+        w.wr_id = id;
+        w.local = buf_;
+        w.len = 4;
+        w.local_region = mr_;
+        return w;
+    }
+    // The next completion on side's CQ, by rpma_cq_wait or a polling loop (GetParam); wr_id 0
+    // if none came within 5 s.
+    ibv_wc Next(Side &side) {
+        ibv_wc wc{};
+        int n = 0;
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (std::chrono::steady_clock::now() < until) {
+            if (GetParam() && side.cq->wait() != 0) break;
+            if (side.cq->get_wc(1, &wc, &n) == 0) return wc;
+        }
+        wc.wr_id = 0;
+        return wc;
+    }
     void TearDown() override {
         Release();
         if (c_.qp) c_.qp->close();
@@ -269,28 +292,13 @@ class TcpWaiterServesTest : public TcpDomainTest, public ::testing::WithParamInt
 };
 
 TEST_P(TcpWaiterServesTest, MessageWhileTheEngineIsBusy) {
-    bool wait = GetParam();  // rpma_cq_wait, or a busy rpma_cq_get_wc loop
-    ASSERT_NO_FATAL_FAILURE(Connect(wait ? "25720" : "25721"));
+    ASSERT_NO_FATAL_FAILURE(Connect(GetParam() ? "25720" : "25721"));
     ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, 7, true}), 0);
     BlockEngine();
     std::memcpy(buf_, "ping", 4);
-    prov::SendWr w;
-    w.op = prov::WrOp::kSend;
-    w.local = buf_;
-    w.len = 4;
-    w.local_region = mr_;
-    ASSERT_EQ(c_.qp->post_send(w), 0);  // goes out from this thread
-    auto got = std::async(std::launch::async, [&] {
-        ibv_wc wc{};
-        int n = 0;
-        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-        while (std::chrono::steady_clock::now() < until) {
-            if (wait && s_.cq->wait() != 0) break;
-            if (s_.cq->get_wc(1, &wc, &n) == 0) return wc;
-        }
-        wc.wr_id = 0;
-        return wc;
-    });
+    ASSERT_EQ(c_.qp->post_send(Send(0)), 0);  // goes out from this thread
+    // rpma_cq_wait, or a busy rpma_cq_get_wc loop
+    auto got = std::async(std::launch::async, [&] { return Next(s_); });
     bool in_time = got.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
     Release();  // a waiter that never got it returns once the engine delivers
     ibv_wc wc = got.get();
@@ -303,50 +311,49 @@ TEST_P(TcpWaiterServesTest, MessageWhileTheEngineIsBusy) {
 // A waiter that served requests lets the engine off the request stream only while it waits:
 // once it has gone, the next message is delivered by the engine alone.
 TEST_P(TcpWaiterServesTest, EngineServesOnceTheWaiterLeaves) {
-    bool wait = GetParam();
-    ASSERT_NO_FATAL_FAILURE(Connect(wait ? "25722" : "25723"));
-    prov::SendWr w;
-    w.op = prov::WrOp::kSend;
-    w.local = buf_;
-    w.len = 4;
-    w.local_region = mr_;
-    ibv_wc wc{};
-    int n = 0;
+    ASSERT_NO_FATAL_FAILURE(Connect(GetParam() ? "25722" : "25723"));
     for (uint64_t id = 1; id <= 3; ++id) {  // served by this thread, as a waiter
         ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, id, true}), 0);
-        ASSERT_EQ(c_.qp->post_send(w), 0);
-        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-        bool got = false;
-        while (!got && std::chrono::steady_clock::now() < until) {
-            if (wait) {
-                ASSERT_EQ(s_.cq->wait(), 0);
-            }
-            got = s_.cq->get_wc(1, &wc, &n) == 0;
-        }
-        ASSERT_TRUE(got);
-        EXPECT_EQ(wc.wr_id, id);
+        ASSERT_EQ(c_.qp->post_send(Send(0)), 0);
+        ASSERT_EQ(Next(s_).wr_id, id);
     }
     // a wait that ends with an answer, not a request: the waiter still hands the stream back
     ASSERT_EQ(c_.qp->post_recv(prov::RecvWr{mr_, buf_ + 192, 64, 50, true}), 0);
-    prov::SendWr reply = w;
-    reply.wr_id = 40;
-    ASSERT_EQ(s_.qp->post_send(reply), 0);
-    bool sent = false;
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!sent && std::chrono::steady_clock::now() < until) {
-        if (wait) {
-            ASSERT_EQ(s_.cq->wait(), 0);
-        }
-        sent = s_.cq->get_wc(1, &wc, &n) == 0 && wc.wr_id == 40;
-    }
-    ASSERT_TRUE(sent);
+    ASSERT_EQ(s_.qp->post_send(Send(40)), 0);
+    ASSERT_EQ(Next(s_).wr_id, 40u);
+    ibv_wc wc{};
+    int n = 0;
     while (s_.cq->get_wc(1, &wc, &n) == 0) {
     }
     // nobody waits now: the engine must deliver the next one, and the channel must fire
     ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, 9, true}), 0);
     s_.cq->arm();
-    ASSERT_EQ(c_.qp->post_send(w), 0);
+    ASSERT_EQ(c_.qp->post_send(Send(0)), 0);
     EXPECT_TRUE(Readable(s_.ch->fd(), 5000)) << "the engine did not take the stream back";
+}
+
+// A waiter keeps its socket lent between waits, so the engine neither wakes for the answers
+// nor pays two epoll_ctl per wait; once nobody waits any more the engine takes it back, and an
+// answer that follows reaches the completion channel without another wait.
+TEST_P(TcpWaiterServesTest, AnswersReachTheChannelAfterTheLastWait) {
+    struct OnTcp {  // a loopback connection would move onto shm, whose doorbells are not lent
+        OnTcp() { ::setenv("RPMA_PROVIDER", "tcp", 1); }
+        ~OnTcp() { ::unsetenv("RPMA_PROVIDER"); }
+    } on_tcp;
+    ASSERT_NO_FATAL_FAILURE(Connect(GetParam() ? "25724" : "25725"));
+    for (uint64_t id = 1; id <= 3; ++id) {  // the answers read by this thread
+        ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, id, true}), 0);
+        ASSERT_EQ(c_.qp->post_send(Send(id)), 0);
+        ASSERT_EQ(Next(c_).wr_id, id);
+    }
+    ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, 4, true}), 0);
+    c_.cq->arm();
+    ASSERT_EQ(c_.qp->post_send(Send(4)), 0);
+    ASSERT_TRUE(Readable(c_.ch->fd(), 5000)) << "the engine did not take the answers back";
+    ibv_wc wc{};
+    int n = 0;
+    EXPECT_EQ(c_.cq->get_wc(1, &wc, &n), 0);
+    EXPECT_EQ(wc.wr_id, 4u);
 }
 
 INSTANTIATE_TEST_SUITE_P(WaitOrPoll, TcpWaiterServesTest, ::testing::Bool());

@@ -48,7 +48,7 @@ void QueuePair::close_on_engine() {
             enqueue(*s, TxItem{h, nullptr, 0, nullptr});
         }
         s->rx_on = s->key != 0;
-        s->stalled = s->backoff = false;  // from now on the peer's input is only drained
+        s->stalled = s->backoff = s->lent = false;  // from now on the peer's input is only drained
         if (flush_tx(*s) && s->txq.empty()) {
             s->io->shutdown(SHUT_WR);
             s->wr_shut = true;
@@ -239,6 +239,7 @@ void QueuePair::maybe_closed() {
 }
 
 void QueuePair::on_timer() {
+    check_lent();
     Cm cm;
     Clock::time_point dl;
     {

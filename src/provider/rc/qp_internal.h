@@ -31,6 +31,10 @@ constexpr size_t kAnswersPerSend = kMaxIov / 2;
 // go out when the turn ends (or the socket is drained), so 4 reads of 64 KiB writes cost one
 // ACK and one epoll_wait, where 2 cost two of each.
 constexpr int kRxBudget = 4;
+// How often the engine looks whether a stream lent to waiting threads is still waited on: the
+// longest an answer waits in the socket for a thread that stopped waiting (then the engine
+// reads it and signals the completion channel).
+constexpr auto kLendCheck = std::chrono::milliseconds(1);
 // How long a deleted connection waits for the peer to take our Disconnect and close its end.
 constexpr auto kLingerTimeout = std::chrono::seconds(2);
 // Answers queued behind a full socket before the responder stops taking requests: a peer that

@@ -166,7 +166,7 @@ void QueuePair::read_stream_if_free(Stream &s, ByteStream::Reader who) {
             return;
         }
         std::lock_guard lk(s.mu);
-        s.backoff = false;
+        s.backoff = s.lent = false;
         update_mask(s);
     }
     read_stream(s, who);
@@ -177,29 +177,22 @@ void QueuePair::drive(int channel_fd) {
     Stream &r = resp();
     std::unique_lock rl(s.rx_mu);
     bool ok = established();  // the handshake owns the streams until then
-    bool serve = false;
+    bool serve = false, check = false;
     {
         std::lock_guard lk(s.mu);
         ok = ok && s.key != 0 && s.rx_on;
-        // A doorbell wakes every thread that sleeps on it, and the engine could only step
-        // aside after waking: it steps aside now (a socket keeps it off by rx_mu alone). The
-        // two epoll_ctl per wait pay: without them write 1 MiB fell from 14.5 to 10 GB/s.
-        if (ok && s.io->doorbell() && !s.backoff) {
-            s.backoff = true;
-            update_mask(s);
-        }
+        // Input wakes every thread that sleeps on it, and the engine could only step aside
+        // after waking: it steps aside now.
+        if (ok) check = step_aside(s);
     }
-    bool aside = false;
     if (ok) {
         std::lock_guard lk(r.mu);
         serve = r.key != 0 && r.rx_on && !r.stalled;  // a stalled request waits for a post
-        // Where waiters serve the peer's requests, the engine steps off that stream while one
-        // waits, so a request wakes one thread, not two (two epoll_ctl per wait: only here).
-        if (serve && waiter_serves_.load(std::memory_order_relaxed) && !r.backoff) {
-            r.backoff = aside = true;
-            update_mask(r);
-        }
+        // Where waiters serve the peer's requests, the engine steps off that stream as well,
+        // so a request wakes one thread, not two.
+        if (serve && waiter_serves_.load(std::memory_order_relaxed)) check |= step_aside(r);
     }
+    if (check) lend_check_due();
     if (!ok) rl.unlock();
     // Holding rx_mu across the poll keeps the engine off the answer stream: one wake-up, not
     // two. The peer's requests are watched too; the engine serves them whenever no thread
@@ -231,7 +224,50 @@ void QueuePair::drive(int channel_fd) {
     bool r_out = n > 0 && serve && p[2].revents && (r.io->woken(EPOLLIN) & EPOLLOUT);
     if (serve && (ready || (n > 0 && p[2].revents))) serve_requests();
     if (r_out) on_writable(r, false);
-    if (aside) hand_back(r);  // the engine serves them again until the next wait
+    hand_back(r);  // the engine serves them again until the next wait (unless lent)
+}
+
+bool QueuePair::step_aside(Stream &s) {
+    bool check = false;
+    if (!s.io->doorbell() && !s.lent) {
+        // The next wait likely comes within microseconds: the socket stays lent meanwhile,
+        // and the engine's check takes it back once nobody waits on it.
+        s.lent = true;
+        check = s.lent_check == Clock::time_point{};
+        if (check) s.lent_check = Clock::now() + kLendCheck;
+    }
+    if (!s.backoff) {
+        s.backoff = true;
+        update_mask(s);
+    }
+    return check;
+}
+
+void QueuePair::lend_check_due() {
+    engine_->add_timer(Clock::now() + kLendCheck, weak_from_this());
+}
+
+void QueuePair::check_lent() {
+    bool again = false;
+    for (Stream *s : {&main_, &join_}) {
+        uint64_t waits = s->lent_waits.load(std::memory_order_relaxed);
+        std::unique_lock rl(s->rx_mu, std::try_to_lock);  // held: a thread waits on it now
+        std::lock_guard lk(s->mu);
+        if (s->lent_check == Clock::time_point{} || Clock::now() < s->lent_check)
+            continue;  // none, or another timer of ours fired first: the check's own comes
+        if (s->lent && s->key && (!rl || waits != s->lent_waits_seen)) {
+            s->lent_waits_seen = waits;
+            s->lent_check = Clock::now() + kLendCheck;
+            again = true;
+            continue;
+        }
+        s->lent_check = {};
+        if (s->lent) {
+            s->lent = s->backoff = false;  // level-triggered: input that came meanwhile wakes it
+            update_mask(*s);
+        }
+    }
+    if (again) lend_check_due();
 }
 
 bool QueuePair::established() {
@@ -279,6 +315,11 @@ void QueuePair::serve_requests(ByteStream::Reader who) {
 
 void QueuePair::hand_back(Stream &s) {
     std::lock_guard lk(s.mu);
+    if (s.lent && s.rx_on && s.key) {
+        s.lent_waits.fetch_add(1, std::memory_order_relaxed);  // kept: see step_aside
+        return;
+    }
+    s.lent = false;
     if (s.backoff) {
         s.backoff = false;  // the engine stepped aside for us: hand the stream back
         update_mask(s);

@@ -174,6 +174,10 @@ void Engine::remove(uint64_t key) {
 
 void Engine::add_timer(Clock::time_point t, std::weak_ptr<Handler> h) {
     if (refuse_foreign("add_timer")) return;
+    if (in_loop()) {
+        timers_.emplace(t, std::move(h));  // the loop computes its next timeout after this
+        return;
+    }
     post([this, t, h = std::move(h)] { timers_.emplace(t, h); });
 }
 
