@@ -18,7 +18,7 @@ void Cq::push(const ibv_wc &wc) {
 }
 
 int Cq::get_wc(int num_entries, ibv_wc *wc, int *got) {
-    if (driver_ && empty()) {
+    if (driver_ && empty() && !after_drive_.exchange(false, std::memory_order_relaxed)) {
         // A poller spinning on an empty CQ reads the answers itself instead of waiting for the
         // engine thread to be scheduled.
         bool again = empty_polls_.fetch_add(1, std::memory_order_relaxed) > 0;
@@ -38,13 +38,17 @@ int Cq::get_wc(int num_entries, ibv_wc *wc, int *got) {
 
 int Cq::wait() {
     if (shared_) return RPMA_E_SHARED_CHANNEL;
+    after_drive_.store(false, std::memory_order_relaxed);
     if (driver_ && !channel_->nonblocking()) {
-        for (;;) {
+        for (bool drove = false;; drove = true) {
             if (prov::CompletionQueue *fired = channel_->try_wait()) {
                 fired->arm();
                 return 0;
             }
-            if (!empty()) return 0;  // completions this thread produced while driving
+            if (!empty()) {  // completions this thread produced while driving
+                after_drive_.store(drove, std::memory_order_relaxed);
+                return 0;
+            }
             t_driving = this;
             driver_->drive(channel_->fd());
             t_driving = nullptr;

@@ -56,6 +56,10 @@ class Cq final : public prov::CompletionQueue {
     // get_wc calls in a row that found the ring empty: the first (the end of a drain after a
     // wait) reads only the answers; a thread that keeps polling serves the peer's requests too.
     std::atomic<uint32_t> empty_polls_{0};
+    // wait() returned what this thread read while driving: the get_wc that drains those ends
+    // on the empty ring without reading again (the read just found the socket empty; what
+    // came since is read by the next wait, at once). A poller that never waits is unaffected.
+    std::atomic<bool> after_drive_{false};
     std::mutex mu_;
     std::deque<ibv_wc> ring_;
 };
