@@ -280,11 +280,15 @@ void QueuePair::poll_once(bool requests) {
     Stream &s = req();
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
     if (!rl) return;  // someone is reading it already
-    bool go;
+    bool go, check = false;
     {
         std::lock_guard lk(s.mu);
         go = s.key && s.rx_on;
+        // A poller keeps a socket lent as a waiter does, so the engine does not wake beside
+        // it for every answer (a doorbell stream asks for none while polled: kPoller).
+        if (go && !s.io->doorbell()) check = step_aside(s);
     }
+    if (check) lend_check_due();
     if (go) read_stream(s, ByteStream::Reader::kPoller);
     rl.unlock();
     hand_back(s);  // on every path: the engine may have stepped aside while we held the lock
@@ -300,11 +304,15 @@ void QueuePair::serve_requests(ByteStream::Reader who) {
     Stream &r = resp();
     std::unique_lock rl(r.rx_mu, std::try_to_lock);
     if (!rl) return;  // the engine is serving them
-    bool go;
+    bool go, check = false;
     {
         std::lock_guard lk(r.mu);
         go = r.key && r.rx_on && !r.stalled;
+        // where this thread serves them, requests do not wake the engine as well (as in drive)
+        if (go && waiter_serves_.load(std::memory_order_relaxed) && !r.io->doorbell())
+            check = step_aside(r);
     }
+    if (check) lend_check_due();
     uint64_t before = resp_seq_.load(std::memory_order_relaxed);
     if (go) read_stream(r, who);
     if (resp_seq_.load(std::memory_order_relaxed) != before)
