@@ -177,22 +177,22 @@ void QueuePair::drive(int channel_fd) {
     Stream &r = resp();
     std::unique_lock rl(s.rx_mu);
     bool ok = established();  // the handshake owns the streams until then
-    bool serve = false, check = false;
+    bool serve = false, r_aside = false;
     {
         std::lock_guard lk(s.mu);
         ok = ok && s.key != 0 && s.rx_on;
         // Input wakes every thread that sleeps on it, and the engine could only step aside
         // after waking: it steps aside now.
-        if (ok) check = step_aside(s);
+        if (ok) step_aside(s);
     }
     if (ok) {
         std::lock_guard lk(r.mu);
         serve = r.key != 0 && r.rx_on && !r.stalled;  // a stalled request waits for a post
         // Where waiters serve the peer's requests, the engine steps off that stream as well,
         // so a request wakes one thread, not two.
-        if (serve && waiter_serves_.load(std::memory_order_relaxed)) check |= step_aside(r);
+        r_aside = serve && waiter_serves_.load(std::memory_order_relaxed);
+        if (r_aside) step_aside(r);
     }
-    if (check) lend_check_due();
     if (!ok) rl.unlock();
     // Holding rx_mu across the poll keeps the engine off the answer stream: one wake-up, not
     // two. The peer's requests are watched too; the engine serves them whenever no thread
@@ -224,23 +224,24 @@ void QueuePair::drive(int channel_fd) {
     bool r_out = n > 0 && serve && p[2].revents && (r.io->woken(EPOLLIN) & EPOLLOUT);
     if (serve && (ready || (n > 0 && p[2].revents))) serve_requests();
     if (r_out) on_writable(r, false);
-    hand_back(r);  // the engine serves them again until the next wait (unless lent)
+    if (r_aside) hand_back(r);  // the engine serves them again until the next wait (unless lent)
 }
 
-bool QueuePair::step_aside(Stream &s) {
-    bool check = false;
+void QueuePair::step_aside(Stream &s) {
     if (!s.io->doorbell() && !s.lent) {
         // The next wait likely comes within microseconds: the socket stays lent meanwhile,
-        // and the engine's check takes it back once nobody waits on it.
+        // and the engine's check takes it back once nobody waits on it. (Scheduling it under
+        // s.mu is safe: the engine never takes a stream's lock while it holds its own.)
         s.lent = true;
-        check = s.lent_check == Clock::time_point{};
-        if (check) s.lent_check = Clock::now() + kLendCheck;
+        if (s.lent_check == Clock::time_point{}) {
+            s.lent_check = Clock::now() + kLendCheck;
+            lend_check_due();
+        }
     }
     if (!s.backoff) {
         s.backoff = true;
         update_mask(s);
     }
-    return check;
 }
 
 void QueuePair::lend_check_due() {
@@ -250,13 +251,12 @@ void QueuePair::lend_check_due() {
 void QueuePair::check_lent() {
     bool again = false;
     for (Stream *s : {&main_, &join_}) {
-        uint64_t waits = s->lent_waits.load(std::memory_order_relaxed);
         std::unique_lock rl(s->rx_mu, std::try_to_lock);  // held: a thread waits on it now
         std::lock_guard lk(s->mu);
         if (s->lent_check == Clock::time_point{} || Clock::now() < s->lent_check)
             continue;  // none, or another timer of ours fired first: the check's own comes
-        if (s->lent && s->key && (!rl || waits != s->lent_waits_seen)) {
-            s->lent_waits_seen = waits;
+        bool used = s->lent_used.exchange(false, std::memory_order_relaxed);
+        if (s->lent && s->key && (!rl || used)) {
             s->lent_check = Clock::now() + kLendCheck;
             again = true;
             continue;
@@ -280,7 +280,7 @@ void QueuePair::poll_once(bool requests) {
     Stream &s = req();
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
     if (!rl) return;  // someone is reading it already
-    bool go, check = false;
+    bool go;
     {
         std::lock_guard lk(s.mu);
         go = s.key && s.rx_on;
@@ -289,9 +289,8 @@ void QueuePair::poll_once(bool requests) {
         // Not otherwise: with the target's engine on the other core, lending cost write+flush
         // 21 -> 25 us at p50 (interleaved runs; a doorbell stream needs none: kPoller).
         if (go && !s.io->doorbell() && waiter_serves_.load(std::memory_order_relaxed))
-            check = step_aside(s);
+            step_aside(s);
     }
-    if (check) lend_check_due();
     if (go) read_stream(s, ByteStream::Reader::kPoller);
     rl.unlock();
     hand_back(s);  // on every path: the engine may have stepped aside while we held the lock
@@ -307,15 +306,14 @@ void QueuePair::serve_requests(ByteStream::Reader who) {
     Stream &r = resp();
     std::unique_lock rl(r.rx_mu, std::try_to_lock);
     if (!rl) return;  // the engine is serving them
-    bool go, check = false;
+    bool go;
     {
         std::lock_guard lk(r.mu);
         go = r.key && r.rx_on && !r.stalled;
         // where this thread serves them, requests do not wake the engine as well (as in drive)
         if (go && waiter_serves_.load(std::memory_order_relaxed) && !r.io->doorbell())
-            check = step_aside(r);
+            step_aside(r);
     }
-    if (check) lend_check_due();
     uint64_t before = resp_seq_.load(std::memory_order_relaxed);
     if (go) read_stream(r, who);
     if (resp_seq_.load(std::memory_order_relaxed) != before)
@@ -327,7 +325,7 @@ void QueuePair::serve_requests(ByteStream::Reader who) {
 void QueuePair::hand_back(Stream &s) {
     std::lock_guard lk(s.mu);
     if (s.lent && s.rx_on && s.key) {
-        s.lent_waits.fetch_add(1, std::memory_order_relaxed);  // kept: see step_aside
+        s.lent_used.store(true, std::memory_order_relaxed);  // kept: see step_aside
         return;
     }
     s.lent = false;

@@ -148,9 +148,8 @@ class QueuePair : public prov::QueuePair,
         // waits, so the engine neither wakes for its input nor pays two epoll_ctl per wait. The
         // engine takes the stream back (check_lent) once a check finds no wait since the last.
         bool lent = false;
-        Clock::time_point lent_check{};       // under mu: when that check is due; {}: none
-        std::atomic<uint64_t> lent_waits{0};  // waits on the lent stream
-        uint64_t lent_waits_seen = 0;         // engine thread: as of the last check
+        Clock::time_point lent_check{};      // under mu: when that check is due; {}: none
+        std::atomic<bool> lent_used{false};  // waited or polled on since the last check
     };
 
     struct Outstanding {
@@ -215,8 +214,8 @@ class QueuePair : public prov::QueuePair,
     bool on_writable(Stream &s, bool engine);
     void hand_back(Stream &s);  // after s.rx_mu: the engine polls s again
     // s.mu held, by a thread about to wait on s: the engine steps aside (a socket stays lent
-    // after the wait). true: the caller schedules the engine's check (lend_check_due).
-    bool step_aside(Stream &s);
+    // after the wait, and the engine's check is scheduled when it starts).
+    void step_aside(Stream &s);
     void lend_check_due();  // the engine checks lent streams kLendCheck from now
     void check_lent();      // engine thread: takes back a lent stream nobody waited on since
     enum class Step { kContinue, kBlock, kStall, kFatal, kStop };
