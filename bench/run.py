@@ -21,7 +21,11 @@ passes --provider tcp, so its column stays tcp when librpma picks shm on one hos
 shm-spin and shm-eventfd (bench/shm_peer pingpong) are the limits of the 8-byte round trips
 (busy-poll and blocking), memcpy and pvm-writev (shm_peer stream) those of the bandwidth cases.
 idle_1000 (only with --cases) opens 1000 idle connections with bench/idle_conns, once per
-provider. --peers runs a subset of the peers (the alias shm names rpma, rpma-shm and the limits)."""
+provider. --peers runs a subset of the peers (the alias shm names rpma, rpma-shm and the limits).
+
+tcp-2msg (write+flush cases only) is the raw TCP ping-pong with the request sent as two writes
+(tcp_peer lat --messages 2), as rpma sends the write and the flush as two frames when the program
+posts them: the floor for that exchange, shown beside the targets, which are against one write."""
 import argparse
 import json
 import os
@@ -90,7 +94,7 @@ TOOLS = {"perf": "rpma-perf", "tcp": "tcp_peer", "fabric": "fabric_peer", "ucx":
          "shm": "shm_peer", "idle": "idle_conns"}
 
 # a peer's method is its name with - as _
-PEERS = ["rpma", "tcp", "libfabric", "ucx", "rpma_base",
+PEERS = ["rpma", "tcp", "tcp-2msg", "libfabric", "ucx", "rpma_base",
          "rpma-shm", "shm-spin", "shm-eventfd", "memcpy", "pvm-writev"]
 TCP_PEERS = ["tcp", "libfabric", "ucx", "rpma_base"]  # the main table and the plot
 SHM_PEERS = ["rpma-shm", "shm-spin", "shm-eventfd", "memcpy", "pvm-writev"]
@@ -238,6 +242,16 @@ class Runner:
         return v, {"client_cpu_s": j["client_cpu_s"], "server_cpu_s": j.get("server_cpu_s"),
                    "p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"],
                    **self.cpu_extra(j, j["ops"] * j["size"])}, cmd
+
+    def tcp_2msg(self, kind, size, spin):
+        if kind != "lat":
+            return None  # only write+flush is two posts
+        cmd = [self.a.tcp, "lat", "--size", str(size), "--messages", "2"] + \
+            (["--spin"] if spin else [])
+        cmd += ["--time", str(self.a.time), "--port", str(self.next_port() + 1000)]
+        j = self.run_json(cmd)
+        return j["lat_us"]["p50"], {"p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"],
+                                    "client_cpu_s": j["client_cpu_s"], "server_cpu_s": None}, cmd
 
     def libfabric(self, kind, size, spin):
         if not self.a.fabric or kind in ("gpspm", "sendrecv"):
@@ -762,17 +776,25 @@ def print_tcp_tables(a, info, rows, relative, out, rt, cell):
     lat_rows = [r for r in rows if r[1] in LAT_KINDS]
     if lat_rows:
         print("\nround trips, p50 / p99 in us (medians over the runs)\n")
+        print("(2-msg: raw TCP with the request sent as two writes, as rpma sends write and flush; "
+              "the ratios are rpma's)\n")
         print(f"| {'case':18s} | {'rpma p50':>8s} | {'rpma p99':>8s} | {'TCP p50':>8s} | "
-              f"{'TCP p99':>8s} | {'p99/TCP':>7s} | target |")
-        print(f"|{'-' * 20}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 9}|--------|")
+              f"{'TCP p99':>8s} | {'p99/TCP':>7s} | {'2-msg p50':>9s} | {'2-msg p99':>9s} | "
+              f"{'/2-msg':>13s} | target |")
+        print(f"|{'-' * 20}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 9}|{'-' * 11}|"
+              f"{'-' * 11}|{'-' * 15}|--------|")
         for case, kind, med, ratios, targets, p99, _, _, _, p99_targets, *_ in lat_rows:
             def us(x):
                 return "-" if x is None else f"{x:.1f}"
             r99 = p99["rpma"] / p99["tcp"] if p99["rpma"] and p99["tcp"] else None
             tg = ", ".join(f"{t['peer']} p99 {t['relation']}{t['value']:g}: {verdict(t)}"
                            for t in p99_targets)
+            two = "tcp-2msg"
+            r2 = f"{rt(ratios.get(two))} / " + \
+                rt(p99["rpma"] / p99[two] if p99["rpma"] and p99.get(two) else None)
             print(f"| {case:18s} | {us(med['rpma']):>8s} | {us(p99['rpma']):>8s} | "
-                  f"{us(med['tcp']):>8s} | {us(p99['tcp']):>8s} | {rt(r99):>7s} | {tg}")
+                  f"{us(med['tcp']):>8s} | {us(p99['tcp']):>8s} | {rt(r99):>7s} | "
+                  f"{us(med[two]):>9s} | {us(p99.get(two)):>9s} | {r2:>13s} | {tg}")
     if relative:
         print("\nrpma against rpma in the same run, p50: GPSPM and send/recv against write+flush "
               "(APM), busy-poll against blocking\n")

@@ -6,7 +6,12 @@
  *   tcp_peer bw  --size N [--time S] [--port P]      stream bandwidth: the client writes N-byte
  *                                                     buffers, the server reads and discards them
  *   tcp_peer lat [--size 8] [--time S] [--spin]      ping-pong: the client sends N bytes, the
- *                                                     server echoes them back
+ *                [--messages M]                      server echoes them back; with M > 1 the
+ *                                                     client sends M messages of N bytes (one
+ *                                                     write each) and the server answers N bytes
+ *                                                     once all have come: the floor for an
+ *                                                     operation a program posts as M requests
+ *                                                     (rpma's write + flush: M = 2)
  * --spin makes the client poll recv(MSG_DONTWAIT) instead of blocking in recv; the server blocks
  * either way (as rpma's target side, a progress thread in epoll, does). TCP_NODELAY on both ends.
  * Prints one JSON object; for bw, server_cpu_s is the server's whole CPU time (user + sys).
@@ -37,6 +42,7 @@ struct opts {
     double time_s;
     int port;
     bool spin;
+    int messages; /* lat: writes per round trip */
 };
 
 static void die(const char *what) {
@@ -107,7 +113,8 @@ static void server(int lfd, const struct opts *o) {
     if (fd < 0) die("accept");
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    size_t bufsz = o->bw ? (o->size > (1u << 20) ? o->size : (1u << 20)) : o->size;
+    size_t bufsz =
+        o->bw ? (o->size > (1u << 20) ? o->size : (1u << 20)) : o->size * (size_t)o->messages;
     char *buf = malloc(bufsz);
     if (!buf) die("malloc");
     if (o->bw) {
@@ -123,9 +130,8 @@ static void server(int lfd, const struct opts *o) {
         uint64_t reply[2] = {total, bench_cpu_ns()};
         write_all(fd, reply, sizeof(reply));
     } else {
-        while (read_all(fd, buf, o->size, false)) write_all(fd, buf, o->size);
-        uint64_t cpu = bench_cpu_ns();
-        (void)cpu;
+        /* one read takes every message that has come, as a server reading frames does */
+        while (read_all(fd, buf, o->size * (size_t)o->messages, false)) write_all(fd, buf, o->size);
     }
     close(fd);
     free(buf);
@@ -163,7 +169,7 @@ static int client(const struct opts *o) {
         uint64_t now = t0;
         while (now < deadline) {
             uint64_t s = bench_now_ns();
-            write_all(fd, buf, o->size);
+            for (int m = 0; m < o->messages; m++) write_all(fd, buf, o->size);
             if (!read_all(fd, buf, o->size, o->spin)) die("server closed");
             now = bench_now_ns();
             bench_lat_add(&lat, now - s);
@@ -175,10 +181,10 @@ static int client(const struct opts *o) {
     close(fd);
     double secs = (double)(t1 - t0) / 1e9;
     printf(
-        "{\"peer\":\"tcp\",\"test\":\"%s\",\"size\":%zu,\"spin\":%s,\"ops\":%llu,"
-        "\"seconds\":%.6f,\"bw_bytes_per_s\":%.1f,\"rate\":%.1f,",
-        o->bw ? "bw" : "lat", o->size, o->spin ? "true" : "false", (unsigned long long)ops, secs,
-        (double)ops * (double)o->size / secs, (double)ops / secs);
+        "{\"peer\":\"tcp\",\"test\":\"%s\",\"size\":%zu,\"spin\":%s,\"messages\":%d,"
+        "\"ops\":%llu,\"seconds\":%.6f,\"bw_bytes_per_s\":%.1f,\"rate\":%.1f,",
+        o->bw ? "bw" : "lat", o->size, o->spin ? "true" : "false", o->messages,
+        (unsigned long long)ops, secs, (double)ops * (double)o->size / secs, (double)ops / secs);
     bench_lat_json(stdout, &lat);
     printf(",\"client_cpu_s\":%.4f", (double)(cpu1 - cpu0) / 1e9);
     /* bw: the server's whole CPU time (it does nothing before the stream but accept) */
@@ -191,9 +197,11 @@ static int client(const struct opts *o) {
 }
 
 int main(int argc, char *argv[]) {
-    struct opts o = {.size = 8, .time_s = 3, .port = 47700};
+    struct opts o = {.size = 8, .time_s = 3, .port = 47700, .messages = 1};
     if (argc < 2 || (strcmp(argv[1], "bw") && strcmp(argv[1], "lat"))) {
-        fprintf(stderr, "usage: tcp_peer bw|lat [--size N] [--time S] [--port P] [--spin]\n");
+        fprintf(stderr,
+                "usage: tcp_peer bw|lat [--size N] [--time S] [--port P] [--spin] "
+                "[--messages M]\n");
         return 2;
     }
     o.bw = strcmp(argv[1], "bw") == 0;
@@ -206,12 +214,18 @@ int main(int argc, char *argv[]) {
             o.time_s = atof(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--port"))
             o.port = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--messages"))
+            o.messages = atoi(argv[++i]);
         else {
             fprintf(stderr, "tcp_peer: unknown argument %s\n", argv[i]);
             return 2;
         }
     }
-    if (o.size == 0 || o.time_s <= 0) return 2;
+    if (o.size == 0 || o.time_s <= 0 || o.messages < 1 || o.messages > 64 ||
+        (o.bw && o.messages != 1)) {
+        fprintf(stderr, "tcp_peer: --size and --time must be positive, --messages 1..64 (lat)\n");
+        return 2;
+    }
     alarm((unsigned)o.time_s + 60);
     signal(SIGPIPE, SIG_IGN);
     int lfd = listen_on(&o.port);
