@@ -8,9 +8,11 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "common/fd_queue.h"
 #include "provider/provider.h"
@@ -284,7 +286,24 @@ class TcpWaiterServesTest : public TcpDomainTest, public ::testing::WithParamInt
         TcpDomainTest::TearDown();
     }
 
+    // Sockets are lent only on tcp: a loopback connection would move onto shm.
+    struct OnTcp {
+        OnTcp() { ::setenv("RPMA_PROVIDER", "tcp", 1); }
+        ~OnTcp() { ::unsetenv("RPMA_PROVIDER"); }
+    };
+    // The engine thread's voluntary context switches so far: one per sleep it woke from.
+    long EngineSleeps() {
+        auto *engine = static_cast<tcp::Domain *>(dom_.get())->engine();
+        if (!engine_tid_) engine->run_sync([this] { engine_tid_ = ::gettid(); });
+        std::ifstream f("/proc/self/task/" + std::to_string(engine_tid_) + "/status");
+        std::string line;
+        while (std::getline(f, line))
+            if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stol(line.substr(24));
+        return -1;
+    }
+
     Side c_, s_;
+    pid_t engine_tid_ = 0;
     char buf_[256] = {};
     std::shared_ptr<prov::MemoryRegion> mr_;
     std::promise<void> release_;
@@ -336,10 +355,7 @@ TEST_P(TcpWaiterServesTest, EngineServesOnceTheWaiterLeaves) {
 // nor pays two epoll_ctl per wait; once nobody waits any more the engine takes it back, and an
 // answer that follows reaches the completion channel without another wait.
 TEST_P(TcpWaiterServesTest, AnswersReachTheChannelAfterTheLastWait) {
-    struct OnTcp {  // a loopback connection would move onto shm, whose doorbells are not lent
-        OnTcp() { ::setenv("RPMA_PROVIDER", "tcp", 1); }
-        ~OnTcp() { ::unsetenv("RPMA_PROVIDER"); }
-    } on_tcp;
+    OnTcp on_tcp;
     ASSERT_NO_FATAL_FAILURE(Connect(GetParam() ? "25724" : "25725"));
     for (uint64_t id = 1; id <= 3; ++id) {  // the answers read by this thread
         ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, id, true}), 0);
@@ -358,6 +374,35 @@ TEST_P(TcpWaiterServesTest, AnswersReachTheChannelAfterTheLastWait) {
     int n = 0;
     EXPECT_EQ(c_.cq->get_wc(1, &wc, &n), 0);
     EXPECT_EQ(wc.wr_id, 4u);
+}
+
+// A thread asleep in a wait keeps its socket lent without costing the engine a wake-up per
+// check: the engine checks again only once that thread has come out of the wait.
+TEST_P(TcpWaiterServesTest, AnIdleWaiterLetsTheEngineSleep) {
+    if (!GetParam()) GTEST_SKIP() << "a polling thread is never asleep in a wait";
+    OnTcp on_tcp;
+    ASSERT_NO_FATAL_FAILURE(Connect("25726"));
+    for (uint64_t id = 1; id <= 2; ++id) {  // the socket is lent to this side's waiter
+        ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, id, true}), 0);
+        ASSERT_EQ(c_.qp->post_send(Send(id)), 0);
+        ASSERT_EQ(Next(s_).wr_id, id);
+    }
+    ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, 3, true}), 0);
+    auto got = std::async(std::launch::async, [&] { return Next(s_); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // asleep in the wait by now
+    long before = EngineSleeps();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    long woke = EngineSleeps() - before;
+    ASSERT_EQ(c_.qp->post_send(Send(3)), 0);
+    EXPECT_EQ(got.get().wr_id, 3u);
+    ASSERT_GE(before, 0);
+    // checking every kLendCheck (1 ms) would be about 300
+    EXPECT_LT(woke, 30) << "the engine woke " << woke << " times in 300 ms of one idle wait";
+    // and once the waiter has gone, the engine takes the socket back: the channel fires
+    ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, 4, true}), 0);
+    s_.cq->arm();
+    ASSERT_EQ(c_.qp->post_send(Send(4)), 0);
+    EXPECT_TRUE(Readable(s_.ch->fd(), 5000)) << "the engine did not take the socket back";
 }
 
 INSTANTIATE_TEST_SUITE_P(WaitOrPoll, TcpWaiterServesTest, ::testing::Bool());

@@ -233,6 +233,7 @@ void QueuePair::step_aside(Stream &s) {
         // and the engine's check takes it back once nobody waits on it. (Scheduling it under
         // s.mu is safe: the engine never takes a stream's lock while it holds its own.)
         s.lent = true;
+        s.check_paused = false;
         if (s.lent_check == Clock::time_point{}) {
             s.lent_check = Clock::now() + kLendCheck;
             lend_check_due();
@@ -256,12 +257,18 @@ void QueuePair::check_lent() {
         if (s->lent_check == Clock::time_point{} || Clock::now() < s->lent_check)
             continue;  // none, or another timer of ours fired first: the check's own comes
         bool used = s->lent_used.exchange(false, std::memory_order_relaxed);
-        if (s->lent && s->key && (!rl || used)) {
+        if (s->lent && s->key && used) {
             s->lent_check = Clock::now() + kLendCheck;
             again = true;
             continue;
         }
         s->lent_check = {};
+        if (s->lent && s->key && !rl) {
+            // Unused since the last check and held: a thread is inside a wait. Its hand_back
+            // comes under mu after it lets go of rx_mu, so it sees this (or set used above).
+            s->check_paused = true;
+            continue;
+        }
         if (s->lent) {
             s->lent = s->backoff = false;  // level-triggered: input that came meanwhile wakes it
             update_mask(*s);
@@ -326,6 +333,11 @@ void QueuePair::hand_back(Stream &s) {
     std::lock_guard lk(s.mu);
     if (s.lent && s.rx_on && s.key) {
         s.lent_used.store(true, std::memory_order_relaxed);  // kept: see step_aside
+        if (s.check_paused) {
+            s.check_paused = false;
+            s.lent_check = Clock::now() + kLendCheck;
+            lend_check_due();
+        }
         return;
     }
     s.lent = false;

@@ -150,6 +150,9 @@ class QueuePair : public prov::QueuePair,
         bool lent = false;
         Clock::time_point lent_check{};      // under mu: when that check is due; {}: none
         std::atomic<bool> lent_used{false};  // waited or polled on since the last check
+        // under mu: a check found a thread inside a wait, which may last hours; the engine
+        // sleeps meanwhile, and that thread's hand_back schedules the next check
+        bool check_paused = false;
     };
 
     struct Outstanding {
