@@ -229,11 +229,12 @@ class Runner:
         v, extra, cmd = self.rpma(kind, size, spin, env)
         return v, extra, [f"LD_LIBRARY_PATH={self.a.baseline_lib}"] + cmd
 
-    def tcp(self, kind, size, spin):
+    def tcp(self, kind, size, spin, messages=1):
         if kind == "gpspm":
             return None  # no write to place before the message
         if kind in LAT_KINDS:  # the ping-pong: beside write+flush and send/recv
-            cmd = [self.a.tcp, "lat", "--size", str(size)] + (["--spin"] if spin else [])
+            cmd = [self.a.tcp, "lat", "--size", str(size)] + (["--spin"] if spin else []) + \
+                (["--messages", str(messages)] if messages != 1 else [])
         else:  # a TCP stream is the reference for both directions
             cmd = [self.a.tcp, "bw", "--size", str(size)]
         cmd += ["--time", str(self.a.time), "--port", str(self.next_port() + 1000)]
@@ -244,14 +245,8 @@ class Runner:
                    **self.cpu_extra(j, j["ops"] * j["size"])}, cmd
 
     def tcp_2msg(self, kind, size, spin):
-        if kind != "lat":
-            return None  # only write+flush is two posts
-        cmd = [self.a.tcp, "lat", "--size", str(size), "--messages", "2"] + \
-            (["--spin"] if spin else [])
-        cmd += ["--time", str(self.a.time), "--port", str(self.next_port() + 1000)]
-        j = self.run_json(cmd)
-        return j["lat_us"]["p50"], {"p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"],
-                                    "client_cpu_s": j["client_cpu_s"], "server_cpu_s": None}, cmd
+        # only write+flush is two posts
+        return self.tcp(kind, size, spin, messages=2) if kind == "lat" else None
 
     def libfabric(self, kind, size, spin):
         if not self.a.fabric or kind in ("gpspm", "sendrecv"):

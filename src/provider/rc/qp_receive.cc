@@ -234,10 +234,7 @@ void QueuePair::step_aside(Stream &s) {
         // s.mu is safe: the engine never takes a stream's lock while it holds its own.)
         s.lent = true;
         s.check_paused = false;
-        if (s.lent_check == Clock::time_point{}) {
-            s.lent_check = Clock::now() + kLendCheck;
-            lend_check_due();
-        }
+        if (s.lent_check == Clock::time_point{}) lend_check_due(s);
     }
     if (!s.backoff) {
         s.backoff = true;
@@ -245,8 +242,9 @@ void QueuePair::step_aside(Stream &s) {
     }
 }
 
-void QueuePair::lend_check_due() {
-    engine_->add_timer(Clock::now() + kLendCheck, weak_from_this());
+void QueuePair::lend_check_due(Stream &s) {
+    s.lent_check = Clock::now() + kLendCheck;
+    engine_->add_timer(s.lent_check, weak_from_this());
 }
 
 void QueuePair::check_lent() {
@@ -274,7 +272,7 @@ void QueuePair::check_lent() {
             update_mask(*s);
         }
     }
-    if (again) lend_check_due();
+    if (again) engine_->add_timer(Clock::now() + kLendCheck, weak_from_this());  // one for both
 }
 
 bool QueuePair::established() {
@@ -335,8 +333,7 @@ void QueuePair::hand_back(Stream &s) {
         s.lent_used.store(true, std::memory_order_relaxed);  // kept: see step_aside
         if (s.check_paused) {
             s.check_paused = false;
-            s.lent_check = Clock::now() + kLendCheck;
-            lend_check_due();
+            lend_check_due(s);
         }
         return;
     }

@@ -219,8 +219,8 @@ class QueuePair : public prov::QueuePair,
     // s.mu held, by a thread about to wait on s: the engine steps aside (a socket stays lent
     // after the wait, and the engine's check is scheduled when it starts).
     void step_aside(Stream &s);
-    void lend_check_due();  // the engine checks lent streams kLendCheck from now
-    void check_lent();      // engine thread: takes back a lent stream nobody waited on since
+    void lend_check_due(Stream &s);  // s.mu held: the engine checks s kLendCheck from now
+    void check_lent();  // engine thread: takes back a lent stream nobody waited on since
     enum class Step { kContinue, kBlock, kStall, kFatal, kStop };
     Step read_frames(Stream &s);                  // s.rx_mu held: until blocked, stalled or done
     Step take_header(Stream &s, bool responder);  // s.rx_mu held: the staged header
