@@ -15,9 +15,10 @@ SERVER=$1
 CLIENT=$2
 PORT=$3
 shift 3
-ADDR=127.0.0.1
-LIMIT=${RPMA_EXAMPLE_TIMEOUT:-60} # seconds for each process
-LISTEN_WAIT=20                     # seconds for the server to start listening
+ADDR=${RPMA_TEST_ADDR:-127.0.0.1} # the guest (tests/guest) sets its rxe address
+SCALE=${RPMA_TEST_TIME_SCALE:-1}                # the emulated guest (tests/guest) runs slower
+LIMIT=$((${RPMA_EXAMPLE_TIMEOUT:-60} * SCALE)) # seconds for each process
+LISTEN_WAIT=$((20 * SCALE))                    # seconds for the server to start listening
 
 server_args=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # test.sh [--quick|--asan|--tsan|--fuzz|--all] -- installs dependencies, builds rpma and runs the
 # whole suite with ctest. Exits non-zero if anything fails.
-#   (none)   the plain build (build/), then ASan+UBSan (build-asan/), then the fuzz targets'
-#            short runs (build-fuzz/, clang): what CI runs
-#   --quick  the plain build only
+#   (none)   the plain build (build/), its soft-RoCE guest stage (tests/guest), then ASan+UBSan
+#            (build-asan/), then the fuzz targets' short runs (build-fuzz/, clang): what CI runs
+#   --quick  the plain build only, without the guest stage
+#   --guest  the plain build and its guest stage only
 #   --asan   ASan+UBSan only (RPMA_SANITIZE=address)
 #   --tsan   TSan only (RPMA_SANITIZE=thread, build-tsan/)
 #   --fuzz   the libFuzzer targets' short runs only (clang, RPMA_BUILD_FUZZ=ON)
@@ -14,9 +15,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 mode=${1:-}
 case $mode in
-'' | --quick | --asan | --tsan | --fuzz | --all) ;;
+'' | --quick | --guest | --asan | --tsan | --fuzz | --all) ;;
 *)
-    echo "usage: $0 [--quick|--asan|--tsan|--fuzz|--all]" >&2
+    echo "usage: $0 [--quick|--guest|--asan|--tsan|--fuzz|--all]" >&2
     exit 2
     ;;
 esac
@@ -30,7 +31,13 @@ run() { # run BUILD_DIR SANITIZE [extra cmake args...]
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRPMA_SANITIZE="$sanitize" "$@"
     cmake --build "$dir" -j"$(nproc)"
     echo "=== test $dir"
-    (cd "$dir" && ctest --output-on-failure -j2 --timeout 300)
+    (cd "$dir" && ctest --output-on-failure -j2 --timeout 300 -LE guest)
+}
+
+guest() { # the soft-RoCE guest's stage (tests/guest): alone, so nothing competes for the CPUs
+    local dir=$1
+    echo "=== guest stage $dir (soft-RoCE: the black-box suite against the reference librpma)"
+    (cd "$dir" && ctest --output-on-failure -L guest)
 }
 
 fuzz() { # the fuzz targets need clang; only their short runs are ctests in that build
@@ -48,15 +55,21 @@ dir=${RPMA_BUILD_DIR:-build}
 case $mode in
 '')
     run "$dir" ''
+    guest "$dir"
     run "$dir-asan" address -DRPMA_BUILD_BENCH=OFF
     fuzz "$dir-fuzz"
     ;;
 --quick) run "$dir" '' ;;
+--guest)
+    run "$dir" ''
+    guest "$dir"
+    ;;
 --asan) run "$dir-asan" address -DRPMA_BUILD_BENCH=OFF ;;
 --tsan) run "$dir-tsan" thread -DRPMA_BUILD_BENCH=OFF ;;
 --fuzz) fuzz "$dir-fuzz" ;;
 --all)
     run "$dir" ''
+    guest "$dir"
     run "$dir-asan" address -DRPMA_BUILD_BENCH=OFF
     run "$dir-tsan" thread -DRPMA_BUILD_BENCH=OFF
     fuzz "$dir-fuzz"

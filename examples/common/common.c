@@ -24,6 +24,12 @@ void ex_fail(const char *file, int line, const char *fmt, ...) {
     exit(1);
 }
 
+int ex_time_scale(void) {
+    const char *s = getenv("RPMA_TEST_TIME_SCALE");
+    int scale = s ? atoi(s) : 1;
+    return scale > 0 ? scale : 1;
+}
+
 void ex_start(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     /* SIGALRM's default action ends the process */

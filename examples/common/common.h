@@ -17,11 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* RPMA_TEST_TIME_SCALE (default 1) multiplies the two bounds below, for slow machines such as the
+ * emulated soft-RoCE guest the test suite also runs the examples in */
+int ex_time_scale(void);
+
 /* longest wait for one connection event, connection request or completion */
-#define EX_WAIT_MS 10000
+#define EX_WAIT_MS (10000 * ex_time_scale())
 
 /* the longest an example may run at all; a hang ends the process instead of the test run */
-#define EX_BACKSTOP_S 60
+#define EX_BACKSTOP_S (60 * ex_time_scale())
 
 /* prints "file:line: message" to stderr and exits with status 1 */
 void ex_fail(const char *file, int line, const char *fmt, ...)

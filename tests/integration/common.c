@@ -23,6 +23,17 @@ void it_fail(const char *file, int line, const char *fmt, ...) {
     exit(1);
 }
 
+int it_time_scale(void) {
+    const char *s = getenv("RPMA_TEST_TIME_SCALE");
+    int scale = s ? atoi(s) : 1;
+    return scale > 0 ? scale : 1;
+}
+
+const char *it_test_addr(void) {
+    const char *addr = getenv("RPMA_TEST_ADDR");
+    return addr && *addr ? addr : "127.0.0.1";
+}
+
 static void usage(const char *prog) {
     fprintf(stderr, "usage: %s server|client ADDR PORT [args]\n", prog);
     exit(2);

@@ -15,10 +15,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* RPMA_TEST_TIME_SCALE (default 1): the factor every bound below is multiplied by, for runs on a
+ * slow machine such as the emulated soft-RoCE guest (tests/guest) */
+int it_time_scale(void);
+/* RPMA_TEST_ADDR (default 127.0.0.1): the address a program that picks its own uses */
+const char *it_test_addr(void);
+
 /* a backstop for every program: no scenario may run longer */
-#define IT_ALARM_S 55
+#define IT_ALARM_S (55 * it_time_scale())
 /* bound of one wait for a completion or a connection event */
-#define IT_WAIT_MS 15000
+#define IT_WAIT_MS (15000 * it_time_scale())
 
 /* sizes of the descriptors exchanged in private data */
 #define IT_MR_DESC_SIZE 21

@@ -14,9 +14,10 @@ fi
 BIN=$1
 PORT=$2
 shift 2
-ADDR=127.0.0.1
-LIMIT=${RPMA_IT_TIMEOUT:-60} # seconds for each process
-READY_WAIT=20                # seconds for the server to listen
+ADDR=${RPMA_TEST_ADDR:-127.0.0.1} # the guest (tests/guest) sets its rxe address
+SCALE=${RPMA_TEST_TIME_SCALE:-1} # the emulated guest (tests/guest) runs slower
+LIMIT=$((${RPMA_IT_TIMEOUT:-60} * SCALE)) # seconds for each process
+READY_WAIT=$((20 * SCALE))              # seconds for the server to listen
 # shellcheck disable=SC2206 # split into words on purpose
 SERVER_ENV=(${RPMA_IT_SERVER_ENV:-})
 # shellcheck disable=SC2206

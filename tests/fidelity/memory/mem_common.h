@@ -17,9 +17,9 @@
 
 #include "common.h"
 
-#define MT_ADDR "127.0.0.1"
+#define MT_ADDR it_test_addr()
 /* a backstop for every process; the ctest TIMEOUT is longer, the tests far shorter */
-#define MT_ALARM_S 50
+#define MT_ALARM_S (50 * it_time_scale())
 #define MT_MSG 512 /* the longest control message */
 
 /* command line "PROG PORT [VARIANT]": sets the alarm, line-buffered stdout, warnings to stderr */
