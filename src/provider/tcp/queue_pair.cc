@@ -213,7 +213,7 @@ void QueuePair::handshake_in() {
         return;
     }
     remote_qp_ = reply_.qp_num;
-    remote_pdata_.assign(reply_.pdata, reply_.pdata + reply_.pdata_len);
+    remote_pdata_ = delivered_pdata(reply_.pdata, reply_.pdata_len);
     if (shm_ && !(reply_.flags & kReplyShm)) {
         shm_.reset();
         if (prov::provider_choice() == prov::Choice::kShm) {
