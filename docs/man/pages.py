@@ -58,6 +58,13 @@ PDATA_NOTE = """Upstream's pages leave the length open; this is what upstream li
 RDMA (soft-RoCE), where the connection manager carries private data in fields of a fixed size.
 rpma reports the same over tcp and shm."""
 
+# rpma_ep_listen, rpma_conn_req_new: text getaddrinfo would take as a number, not being one
+PORT_BAD = ("{port} is a number above 65535, or empty, or starts with a digit, a sign or a blank "
+            "without being plain decimal digits")
+PORT_NOTE = """Upstream librpma takes a port above 65535 modulo 65536 ("70000" is port 4464), as
+librdmacm parses it with no range check. rpma refuses it, as it refuses the other texts that
+would be read as a number ("-1", " 80", "+80", an empty string): a deliberate difference."""
+
 FLAGS = """{flags} says when the operation produces a completion on the connection's CQ:
 
 = **RPMA_F_COMPLETION_ALWAYS**
@@ -600,7 +607,8 @@ CFG_CLASH = ("{cfg} asks for a shared completion channel together with a shared 
 page("rpma_conn_req_new", "create an outgoing connection request",
      """**rpma_conn_req_new**() creates a request to connect to {addr} and {port} through the
 peer {peer}, and stores it in {*req_ptr}. {addr} is a host name or a numeric IPv4 or IPv6
-address and {port} a port number or service name, both resolved with [[getaddrinfo(3)]] now.
+address and {port} a port number or service name, both resolved with [[getaddrinfo(3)]] now. A
+port number is plain decimal digits, at most 65535.
 The connection's CQs and queues are made now, per {cfg} (NULL means the defaults of
 [[rpma_conn_cfg_new]]); {cfg} is not used after the call returns, except that a shared receive
 queue it names must stay alive as long as the request or its connection does.
@@ -609,12 +617,13 @@ Nothing is sent yet. Receives may be posted with [[rpma_conn_req_recv]];
 [[rpma_conn_req_connect]] starts connecting, and [[rpma_conn_req_delete]] gives the request up.
 The first request or endpoint of a peer starts the peer's progress thread.""",
      ret=ret_out("*req_ptr"),
-     errors=[("RPMA_E_INVAL", "{peer}, {addr}, {port} or {req_ptr} is NULL, or "
-              + CFG_CLASH + "."),
+     errors=[("RPMA_E_INVAL", "{peer}, {addr}, {port} or {req_ptr} is NULL; " + PORT_BAD
+              + "; or " + CFG_CLASH + "."),
              ("RPMA_E_PROVIDER", "{addr} and {port} cannot be resolved, an event descriptor "
               "cannot be made, the peer's progress thread cannot be started, or the caller is "
               + FORK + "."),
              NOMEM, UNKNOWN],
+     notes=PORT_NOTE,
      see=["rpma_conn_req_connect", "rpma_conn_req_delete", "rpma_conn_req_recv",
           "rpma_conn_cfg_new", "rpma_ep_next_conn_req"])
 
@@ -679,19 +688,22 @@ page("rpma_ep_listen", "listen for incoming connections",
      """**rpma_ep_listen**() creates an endpoint that listens on {addr} and {port} for the peer
 {peer}, and stores it in {*ep_ptr}. Both are resolved with [[getaddrinfo(3)]] for a passive
 socket; the endpoint listens on the first address that can be bound. {addr} may be a host name or
-a numeric IPv4 or IPv6 address, including a wildcard such as 0.0.0.0.
+a numeric IPv4 or IPv6 address, including a wildcard such as 0.0.0.0; {port} a port number
+(plain decimal digits, at most 65535) or a service name.
 
 Incoming requests are taken with [[rpma_ep_next_conn_req]]; [[rpma_ep_get_fd]] gives a
 descriptor to wait on. The first endpoint or request of a peer starts the peer's progress thread,
 which answers the handshake of each client: a client must send its request within 5 seconds, and
 at most 4096 may be half open at once.""",
      ret=ret_out("*ep_ptr"),
-     errors=[inval_null("peer", "addr", "port", "ep_ptr"),
+     errors=[("RPMA_E_INVAL", "{peer}, {addr}, {port} or {ep_ptr} is NULL, or " + PORT_BAD
+              + "."),
              ("RPMA_E_PROVIDER", "{addr} and {port} cannot be resolved, no address can be bound "
               "or listened on (for example the port is taken or the address is not local), an "
               "event descriptor cannot be made, the peer's progress thread cannot be started, "
               "or the caller is " + FORK + "."),
              NOMEM, UNKNOWN],
+     notes=PORT_NOTE,
      see=["rpma_ep_shutdown", "rpma_ep_get_fd", "rpma_ep_next_conn_req", "rpma_peer_new"])
 
 page("rpma_ep_shutdown", "stop listening and delete an endpoint",
