@@ -6,7 +6,7 @@ error a page lists is one its function can return; where rpma differs from upstr
 (as packaged by Debian), the NOTES section says so. Markup: see mkman.py.
 """
 
-DATE = "2026-11-22"
+DATE = "2026-11-25"
 
 PAGES = []
 
@@ -52,6 +52,18 @@ POST_PROVIDER = ("RPMA_E_PROVIDER",
                  "The connection is not established yet (no **RPMA_CONN_ESTABLISHED** event "
                  "has happened), its send queue is full (see [[rpma_conn_cfg_set_sq_size]]), or "
                  "the caller is " + FORK + ".")
+
+# rpma_conn_get_private_data, rpma_conn_req_get_private_data
+PDATA_NOTE = """Upstream's pages leave the length open; this is what upstream librpma reports over
+RDMA (soft-RoCE), where the connection manager carries private data in fields of a fixed size.
+rpma reports the same over tcp and shm."""
+
+# rpma_ep_listen, rpma_conn_req_new: text getaddrinfo would take as a number, not being one
+PORT_BAD = ("{port} is a number above 65535, or empty, or starts with a digit, a sign or a blank "
+            "without being plain decimal digits")
+PORT_NOTE = """Upstream librpma takes a port above 65535 modulo 65536 ("70000" is port 4464), as
+librdmacm parses it with no range check. rpma refuses it, as it refuses the other texts that
+would be read as a number ("-1", " 80", "+80", an empty string): a deliberate difference."""
 
 FLAGS = """{flags} says when the operation produces a completion on the connection's CQ:
 
@@ -419,9 +431,9 @@ in {*event}. With no event waiting it blocks, unless the connection's event desc
 ([[rpma_conn_get_event_fd]]) was made non-blocking. The events:
 
 = **RPMA_CONN_ESTABLISHED**
-The connection is up. On the client, the server's private data is now available
-([[rpma_conn_get_private_data]]). On the server the event is queued as soon as
-[[rpma_conn_req_connect]] accepts.
+The connection is up. On the client, the server's private data is available
+([[rpma_conn_get_private_data]]) once this call has returned the event. On the server the event
+is queued as soon as [[rpma_conn_req_connect]] accepts.
 = **RPMA_CONN_CLOSED**
 An orderly close, started by either side with [[rpma_conn_disconnect]] or by deleting an
 established connection.
@@ -453,16 +465,21 @@ unexpected event; rpma's events come from a queue of its own.""",
 
 page("rpma_conn_get_private_data", "get the private data the remote side sent at set-up",
      """**rpma_conn_get_private_data**() fills {*pdata} with the address and length of the
-private data the remote side sent when the connection was set up. On the client that is what the
-server passed to [[rpma_conn_req_connect]] when accepting (at most 196 bytes), available once
-**RPMA_CONN_ESTABLISHED** has arrived; on the server it is what the client sent with its request
-(at most 56 bytes), as [[rpma_conn_req_get_private_data]] showed it. Without any, {ptr} is NULL
-and {len} 0.
+private data the remote side sent when the connection was set up, as the RDMA connection manager
+delivers it: the whole field, the bytes the remote side passed first and zeros after them. So
+{len} is always 196 on the client and 56 on the server, and {ptr} is not NULL even when the
+remote side passed no private data; a protocol that needs the length sends it in the data.
+
+On the client that is what the server passed to [[rpma_conn_req_connect]] when accepting,
+available once [[rpma_conn_next_event]] has returned **RPMA_CONN_ESTABLISHED**; until then {ptr}
+is NULL and {len} 0. On the server it is what the client sent with its request, as
+[[rpma_conn_req_get_private_data]] showed it.
 
 The bytes belong to the connection: do not change or free them; they stay valid until
 [[rpma_conn_delete]].""",
      ret=ret_out("*pdata"),
      errors=[inval_null("conn", "pdata")],
+     notes=PDATA_NOTE,
      see=["rpma_conn_req_get_private_data", "rpma_conn_req_connect"],
      extra=["struct rpma_conn_private_data"])
 
@@ -590,7 +607,8 @@ CFG_CLASH = ("{cfg} asks for a shared completion channel together with a shared 
 page("rpma_conn_req_new", "create an outgoing connection request",
      """**rpma_conn_req_new**() creates a request to connect to {addr} and {port} through the
 peer {peer}, and stores it in {*req_ptr}. {addr} is a host name or a numeric IPv4 or IPv6
-address and {port} a port number or service name, both resolved with [[getaddrinfo(3)]] now.
+address and {port} a port number or service name, both resolved with [[getaddrinfo(3)]] now. A
+port number is plain decimal digits, at most 65535.
 The connection's CQs and queues are made now, per {cfg} (NULL means the defaults of
 [[rpma_conn_cfg_new]]); {cfg} is not used after the call returns, except that a shared receive
 queue it names must stay alive as long as the request or its connection does.
@@ -599,12 +617,13 @@ Nothing is sent yet. Receives may be posted with [[rpma_conn_req_recv]];
 [[rpma_conn_req_connect]] starts connecting, and [[rpma_conn_req_delete]] gives the request up.
 The first request or endpoint of a peer starts the peer's progress thread.""",
      ret=ret_out("*req_ptr"),
-     errors=[("RPMA_E_INVAL", "{peer}, {addr}, {port} or {req_ptr} is NULL, or "
-              + CFG_CLASH + "."),
+     errors=[("RPMA_E_INVAL", "{peer}, {addr}, {port} or {req_ptr} is NULL; " + PORT_BAD
+              + "; or " + CFG_CLASH + "."),
              ("RPMA_E_PROVIDER", "{addr} and {port} cannot be resolved, an event descriptor "
               "cannot be made, the peer's progress thread cannot be started, or the caller is "
               + FORK + "."),
              NOMEM, UNKNOWN],
+     notes=PORT_NOTE,
      see=["rpma_conn_req_connect", "rpma_conn_req_delete", "rpma_conn_req_recv",
           "rpma_conn_cfg_new", "rpma_ep_next_conn_req"])
 
@@ -624,7 +643,8 @@ hold at most 196 bytes. The connection's **RPMA_CONN_ESTABLISHED** event is queu
 call returns.
 
 {pdata} may be NULL, for no private data; otherwise its {ptr} must not be NULL nor its {len} 0.
-The bytes are copied.
+The bytes are copied. The remote side gets them as RDMA delivers private data: padded with zeros
+to 56 bytes (connect) or 196 bytes (accept), and all zeros when {pdata} is NULL.
 
 The request is consumed whatever happens: {*req_ptr} is set to NULL and the request freed, even
 when the call fails (an incoming request is then rejected). The one exception is the forked child
@@ -652,12 +672,15 @@ page("rpma_conn_req_delete", "delete a connection request",
 
 page("rpma_conn_req_get_private_data", "get the private data of an incoming request",
      """**rpma_conn_req_get_private_data**() fills {*pdata} with the address and length of the
-private data the client sent with the incoming request {req} (at most 56 bytes). For a request
-without data, or one made with [[rpma_conn_req_new]], {ptr} is NULL and {len} 0. The bytes belong
-to the request; after [[rpma_conn_req_connect]] the connection holds them
+private data the client sent with the incoming request {req}, as the RDMA connection manager
+delivers it: 56 bytes, the client's bytes first and zeros after them. {ptr} is not NULL even when
+the client passed no private data; a protocol that needs the length sends it in the data. For a
+request made with [[rpma_conn_req_new]], {ptr} is NULL and {len} 0. The bytes belong to the
+request; after [[rpma_conn_req_connect]] the connection holds them
 ([[rpma_conn_get_private_data]]).""",
      ret=ret_out("*pdata"),
      errors=[inval_null("req", "pdata")],
+     notes=PDATA_NOTE,
      see=["rpma_ep_next_conn_req", "rpma_conn_get_private_data", "rpma_conn_req_connect"],
      extra=["struct rpma_conn_private_data"])
 
@@ -665,19 +688,22 @@ page("rpma_ep_listen", "listen for incoming connections",
      """**rpma_ep_listen**() creates an endpoint that listens on {addr} and {port} for the peer
 {peer}, and stores it in {*ep_ptr}. Both are resolved with [[getaddrinfo(3)]] for a passive
 socket; the endpoint listens on the first address that can be bound. {addr} may be a host name or
-a numeric IPv4 or IPv6 address, including a wildcard such as 0.0.0.0.
+a numeric IPv4 or IPv6 address, including a wildcard such as 0.0.0.0; {port} a port number
+(plain decimal digits, at most 65535) or a service name.
 
 Incoming requests are taken with [[rpma_ep_next_conn_req]]; [[rpma_ep_get_fd]] gives a
 descriptor to wait on. The first endpoint or request of a peer starts the peer's progress thread,
 which answers the handshake of each client: a client must send its request within 5 seconds, and
 at most 4096 may be half open at once.""",
      ret=ret_out("*ep_ptr"),
-     errors=[inval_null("peer", "addr", "port", "ep_ptr"),
+     errors=[("RPMA_E_INVAL", "{peer}, {addr}, {port} or {ep_ptr} is NULL, or " + PORT_BAD
+              + "."),
              ("RPMA_E_PROVIDER", "{addr} and {port} cannot be resolved, no address can be bound "
               "or listened on (for example the port is taken or the address is not local), an "
               "event descriptor cannot be made, the peer's progress thread cannot be started, "
               "or the caller is " + FORK + "."),
              NOMEM, UNKNOWN],
+     notes=PORT_NOTE,
      see=["rpma_ep_shutdown", "rpma_ep_get_fd", "rpma_ep_next_conn_req", "rpma_peer_new"])
 
 page("rpma_ep_shutdown", "stop listening and delete an endpoint",

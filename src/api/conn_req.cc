@@ -4,12 +4,13 @@
 #include "api/shim.h"
 #include "core/conn_cfg.h"
 #include "core/mr_local.h"
+#include "core/port.h"
 
 using namespace rpma;
 
 RPMA_EXPORT int rpma_conn_req_new(struct rpma_peer *peer, const char *addr, const char *port,
                                   const struct rpma_conn_cfg *cfg, struct rpma_conn_req **req_ptr) {
-    if (!peer || !addr || !port || !req_ptr) return RPMA_E_INVAL;
+    if (!peer || !addr || !port || !req_ptr || !port_ok(port)) return RPMA_E_INVAL;
     return api::guarded([&] {
         const ConnCfg &c = cfg ? *api::obj<ConnCfg>(cfg) : ConnCfg::defaults();
         ConnReq *req = nullptr;

@@ -4,12 +4,13 @@
 #include "api/shim.h"
 #include "core/conn_cfg.h"
 #include "core/conn_req.h"
+#include "core/port.h"
 
 using namespace rpma;
 
 RPMA_EXPORT int rpma_ep_listen(struct rpma_peer *peer, const char *addr, const char *port,
                                struct rpma_ep **ep_ptr) {
-    if (!peer || !addr || !port || !ep_ptr) return RPMA_E_INVAL;
+    if (!peer || !addr || !port || !ep_ptr || !port_ok(port)) return RPMA_E_INVAL;
     return api::guarded([&] {
         Ep *ep = nullptr;
         int ret = Ep::listen(api::obj<Peer>(peer), addr, port, &ep);

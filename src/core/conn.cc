@@ -63,13 +63,18 @@ ConnResources::~ConnResources() {
 int Conn::next_event(rpma_conn_event *ev) {
     auto e = r_->events->pop();
     if (!e) return RPMA_E_NO_EVENT;
+    if (*e == RPMA_CONN_ESTABLISHED) pdata_shown_.store(true, std::memory_order_release);
     *ev = *e;
     return 0;
 }
 
 void Conn::private_data(rpma_conn_private_data *pd) const {
+    pd->ptr = nullptr;
+    pd->len = 0;
+    if (!pdata_shown_.load(std::memory_order_acquire)) return;
     const auto &v = r_->qp->remote_pdata();
-    pd->ptr = v.empty() ? nullptr : const_cast<uint8_t *>(v.data());
+    if (v.empty()) return;
+    pd->ptr = const_cast<uint8_t *>(v.data());
     pd->len = static_cast<uint8_t>(v.size());
 }
 

@@ -37,7 +37,10 @@ struct ConnResources {
 
 class Conn {
   public:
-    explicit Conn(std::unique_ptr<ConnResources> r) noexcept : r_(std::move(r)) {}
+    // pdata_known: the peer's private data shows at once (a server's, which came with the
+    // request); else from the ESTABLISHED event on (next_event).
+    Conn(std::unique_ptr<ConnResources> r, bool pdata_known) noexcept
+        : r_(std::move(r)), pdata_shown_(pdata_known) {}
 
     Peer *peer() const noexcept { return r_->peer; }
     int event_fd() const noexcept { return r_->events->fd(); }
@@ -72,6 +75,9 @@ class Conn {
 
     std::unique_ptr<ConnResources> r_;
     std::atomic<bool> direct_write_to_pmem_{false};
+    // As upstream, a client's connection shows the server's private data once the application
+    // took ESTABLISHED: before, the engine may still be writing it.
+    std::atomic<bool> pdata_shown_;
 };
 
 }  // namespace rpma

@@ -49,7 +49,7 @@ int ConnReq::connect(const rpma_conn_private_data *pdata, Conn **out) {
         ret = r_->qp->connect(pd, len);
     }
     if (ret) return ret;
-    auto *c = new (std::nothrow) Conn(std::move(r_));
+    auto *c = new (std::nothrow) Conn(std::move(r_), incoming_);
     if (!c) return RPMA_E_NOMEM;
     *out = c;
     return 0;

@@ -126,6 +126,8 @@ struct QpAttr {
 class IncomingRequest {
   public:
     virtual ~IncomingRequest() = default;
+    // The client's private data as RDMA CM delivers it: the bytes sent, then zeros up to what
+    // a connect carries (Caps::connect_pdata_max).
     virtual const std::vector<uint8_t> &private_data() const noexcept = 0;
 };
 
@@ -148,7 +150,9 @@ class QueuePair {
     // Ends the queue pair (the peer sees CLOSED if it was established). Once it returns the
     // provider touches neither the CQs nor the event queue nor any receive buffer.
     virtual void close() = 0;
-    // The peer's private data: the client's on the server, the server's on the client.
+    // The peer's private data: the client's on the server, the server's on the client (set
+    // before ESTABLISHED is queued), each delivered as IncomingRequest::private_data says (up to
+    // Caps::accept_pdata_max on the client).
     virtual const std::vector<uint8_t> &remote_pdata() const noexcept = 0;
 };
 

@@ -88,10 +88,13 @@ static struct rpma_ep *listen_retry(struct rpma_peer *peer, const char *port) {
     }
 }
 
-/* the peer's data: its role byte and its region, on the request (server) or the conn (client) */
+/*
+ * the peer's data: its role byte and its region, on the request (server) or the conn (client),
+ * each the whole field RDMA CM delivers
+ */
 static struct rpma_mr_remote *peer_region(const struct rpma_conn_private_data *pd, char *role) {
     CHECK(pd->ptr != NULL);
-    CHECK_EQ(pd->len, PD_LEN);
+    CHECK(pd->len == IT_PDATA_CONNECT || pd->len == IT_PDATA_ACCEPT);
     *role = ((const char *)pd->ptr)[PD_ROLE];
     int32_t run = 0;
     memcpy(&run, (const char *)pd->ptr + PD_RUN, 4);

@@ -26,6 +26,13 @@ const char *it_test_addr(void);
 /* bound of one wait for a completion or a connection event */
 #define IT_WAIT_MS (15000 * it_time_scale())
 
+/*
+ * private data bytes a side receives, as RDMA CM delivers them: what the other side sent, then
+ * zeros (the server's request and connection; the client's connection after ESTABLISHED)
+ */
+#define IT_PDATA_CONNECT 56
+#define IT_PDATA_ACCEPT 196
+
 /* sizes of the descriptors exchanged in private data */
 #define IT_MR_DESC_SIZE 21
 #define IT_PCFG_DESC_SIZE 1

@@ -38,7 +38,7 @@ static void server(const struct it_args *a) {
         struct rpma_conn_req *req = it_next_req(ep, NULL);
         struct rpma_conn_private_data pd = {0};
         CHECK_OK(rpma_conn_req_get_private_data(req, &pd));
-        CHECK_EQ(pd.len, 1);
+        CHECK_EQ(pd.len, IT_PDATA_CONNECT);
         int j = *(unsigned char *)pd.ptr;
         CHECK(j < CONNS && !id_seen[j]);
         id_seen[j] = true;
@@ -82,7 +82,7 @@ static void client(const struct it_args *a) {
         it_expect_event(conns[j], RPMA_CONN_ESTABLISHED);
         struct rpma_conn_private_data pd = {0};
         CHECK_OK(rpma_conn_get_private_data(conns[j], &pd));
-        CHECK_EQ(pd.len, PDATA_LEN);
+        CHECK_EQ(pd.len, IT_PDATA_ACCEPT);
         CHECK_EQ(((unsigned char *)pd.ptr)[OFF_ECHO], j);
         int k = ((unsigned char *)pd.ptr)[OFF_K];
         CHECK(k < CONNS && !slice_seen[k]);

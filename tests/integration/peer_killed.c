@@ -95,7 +95,7 @@ static void server(const struct it_args *a, bool kill_server) {
     }
     struct rpma_conn_private_data pd = {0};
     CHECK_OK(rpma_conn_req_get_private_data(req, &pd));
-    CHECK_EQ(pd.len, sizeof(int32_t));
+    CHECK_EQ(pd.len, IT_PDATA_CONNECT);
     int32_t victim = 0;
     memcpy(&victim, pd.ptr, sizeof(victim));
     struct rpma_conn *conn = it_accept(&req, NULL, 0);
@@ -120,7 +120,7 @@ static void client(const struct it_args *a, bool kill_server) {
     struct rpma_conn *conn = it_connect(peer, a->addr, a->port, NULL, NULL, 0);
     struct rpma_conn_private_data pd = {0};
     CHECK_OK(rpma_conn_get_private_data(conn, &pd));
-    CHECK_EQ(pd.len, sizeof(int32_t));
+    CHECK_EQ(pd.len, IT_PDATA_ACCEPT);
     int32_t victim = 0;
     memcpy(&victim, pd.ptr, sizeof(victim));
     survive(a->server ? "server" : "client", peer, conn, victim);

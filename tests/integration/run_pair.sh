@@ -5,6 +5,7 @@
 # Optional per-role environments: RPMA_IT_SERVER_ENV and RPMA_IT_CLIENT_ENV, each a list of
 # space-separated NAME=VALUE words that env(1) sets for that role only (e.g.
 # RPMA_IT_SERVER_ENV="RPMA_PROVIDER=tcp"), over the environment the runner itself got.
+# RPMA_IT_CLIENT_WRAP: words run before the client's command (a checker such as valgrind).
 set -u
 
 if [ $# -lt 2 ]; then
@@ -22,6 +23,8 @@ READY_WAIT=$((20 * SCALE))              # seconds for the server to listen
 SERVER_ENV=(${RPMA_IT_SERVER_ENV:-})
 # shellcheck disable=SC2206
 CLIENT_ENV=(${RPMA_IT_CLIENT_ENV:-})
+# shellcheck disable=SC2206
+CLIENT_WRAP=(${RPMA_IT_CLIENT_WRAP:-})
 
 out=$(mktemp "${TMPDIR:-/tmp}/rpma_it_server.XXXXXX")
 spid=
@@ -57,7 +60,7 @@ if [ $ready -ne 1 ]; then
 	exit 1
 fi
 
-timeout -k 5 "$LIMIT" env "${CLIENT_ENV[@]}" "$BIN" client "$ADDR" "$PORT" "$@" &
+timeout -k 5 "$LIMIT" env "${CLIENT_ENV[@]}" "${CLIENT_WRAP[@]}" "$BIN" client "$ADDR" "$PORT" "$@" &
 cpid=$!
 wait "$cpid"
 crc=$?

@@ -55,7 +55,7 @@ static void server(const struct it_args *a) {
         struct rpma_conn_req *req = it_next_req(ep, cfg);
         struct rpma_conn_private_data pd = {0};
         CHECK_OK(rpma_conn_req_get_private_data(req, &pd));
-        CHECK_EQ(pd.len, 1);
+        CHECK_EQ(pd.len, IT_PDATA_CONNECT);
         sender[k] = *(unsigned char *)pd.ptr;
         CHECK(sender[k] < CONNS);
         for (int j = 0; j < k; j++) CHECK(sender[j] != sender[k]);

@@ -140,7 +140,7 @@ static void server(const struct it_args *a) {
         struct rpma_conn_req *req = it_next_req(ep, NULL);
         struct rpma_conn_private_data pd = {0};
         CHECK_OK(rpma_conn_req_get_private_data(req, &pd));
-        CHECK_EQ(pd.len, sizeof(uint16_t));
+        CHECK_EQ(pd.len, IT_PDATA_CONNECT);
         uint16_t id;
         memcpy(&id, pd.ptr, sizeof(id));
         CHECK(id < n);

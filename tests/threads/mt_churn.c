@@ -63,7 +63,7 @@ static struct rpma_conn_req *s_next_req(long total, struct hello *h) {
         atomic_fetch_add(&s_accepted, 1);
         struct rpma_conn_private_data pd = {0};
         CHECK_OK(rpma_conn_req_get_private_data(req, &pd));
-        CHECK_EQ(pd.len, sizeof(*h));
+        CHECK_EQ(pd.len, IT_PDATA_CONNECT);
         memcpy(h, pd.ptr, sizeof(*h));
         pthread_mutex_unlock(&g_api_lock);
         return req;

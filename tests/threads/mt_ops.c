@@ -290,7 +290,7 @@ static void *getter_thread(void *arg) {
             CHECK_EQ(fd, g_cq_fd);
             struct rpma_conn_private_data pd = {0};
             CHECK_OK(rpma_conn_get_private_data(g_conn, &pd));
-            CHECK(pd.len == PDATA_LEN && memcmp(pd.ptr, g_pdata, PDATA_LEN) == 0);
+            CHECK(pd.len == IT_PDATA_ACCEPT && memcmp(pd.ptr, g_pdata, PDATA_LEN) == 0);
             size_t size = 0;
             CHECK_OK(rpma_mr_remote_get_size(g_remote, &size));
             CHECK_EQ(size, REGION);
@@ -375,7 +375,7 @@ static void client(const struct it_args *a) {
         it_apply_remote_pcfg(g_conn, IT_MR_DESC_SIZE);
         struct rpma_conn_private_data pd = {0};
         CHECK_OK(rpma_conn_get_private_data(g_conn, &pd));
-        CHECK_EQ(pd.len, PDATA_LEN);
+        CHECK_EQ(pd.len, IT_PDATA_ACCEPT);
         memcpy(g_pdata, pd.ptr, PDATA_LEN);
         CHECK_OK(
             rpma_peer_cfg_from_descriptor(g_pdata + IT_MR_DESC_SIZE, IT_PCFG_DESC_SIZE, &g_rpcfg));

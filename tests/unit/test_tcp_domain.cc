@@ -42,6 +42,13 @@ std::string Str(const std::vector<uint8_t> &v) {
     return std::string(v.begin(), v.end());
 }
 
+// What a side receives for `sent`, as RDMA CM delivers it: the bytes, then zeros up to `size`.
+std::string Delivered(const std::string &sent, size_t size) {
+    std::string s = sent;
+    s.resize(size, '\0');
+    return s;
+}
+
 class TcpDomainTest : public ::testing::Test {
   protected:
     void SetUp() override {
@@ -89,7 +96,7 @@ class TcpDomainTest : public ::testing::Test {
         ASSERT_TRUE(Readable(l_->fd())) << "no request within " << kWaitMs << " ms";
         *req = l_->next();
         ASSERT_NE(*req, nullptr);
-        EXPECT_EQ(Str((*req)->private_data()), "hello");
+        EXPECT_EQ(Str((*req)->private_data()), Delivered("hello", 56));
     }
     static rpma_conn_event NextEvent(Side &s) {
         if (!Readable(s.events.fd())) return RPMA_CONN_UNDEFINED;
@@ -215,8 +222,8 @@ TEST_F(TcpDomainTest, RequestAcceptedThenClosed) {
 
     EXPECT_EQ(NextEvent(s), RPMA_CONN_ESTABLISHED);
     EXPECT_EQ(NextEvent(c), RPMA_CONN_ESTABLISHED);
-    EXPECT_EQ(Str(c.qp->remote_pdata()), "world!");
-    EXPECT_EQ(Str(s.qp->remote_pdata()), "hello");
+    EXPECT_EQ(Str(c.qp->remote_pdata()), Delivered("world!", 196));
+    EXPECT_EQ(Str(s.qp->remote_pdata()), Delivered("hello", 56));
     EXPECT_NE(c.qp->qp_num(), s.qp->qp_num());
 
     c.qp->close();

@@ -18,12 +18,13 @@ void QueuePair::close() {
 void QueuePair::close_on_engine() {
     closed_.store(true);
     bool graceful;
+    const Clock::time_point deadline = Clock::now() + kLingerTimeout;
     {
         std::lock_guard lk(cm_mu_);
         graceful = cm_ == Cm::kEstablished;
         cm_ = graceful ? Cm::kClosing : Cm::kDone;
         disc_sent_ = true;
-        deadline_ = Clock::now() + kLingerTimeout;
+        deadline_ = deadline;  // under cm_mu_, as every access to it
     }
     {
         std::lock_guard lk(sq_mu_);
@@ -55,7 +56,7 @@ void QueuePair::close_on_engine() {
         }
         update_mask(*s);
     }
-    engine_->add_timer(deadline_, weak_from_this());
+    engine_->add_timer(deadline, weak_from_this());
 }
 
 void QueuePair::settle_for_close(Stream &s) {

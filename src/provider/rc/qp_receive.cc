@@ -178,12 +178,18 @@ void QueuePair::drive(int channel_fd) {
     std::unique_lock rl(s.rx_mu);
     bool ok = established();  // the handshake owns the streams until then
     bool serve = false, r_aside = false;
+    // Holding rx_mu across the poll keeps the engine off the answer stream: one wake-up, not
+    // two. The peer's requests are watched too; the engine serves them whenever no thread
+    // waits here. The streams' fds are read under their locks: during set-up the engine may
+    // swap them (move_to_shm).
+    pollfd p[3] = {{channel_fd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0}};
     {
         std::lock_guard lk(s.mu);
         ok = ok && s.key != 0 && s.rx_on;
         // Input wakes every thread that sleeps on it, and the engine could only step aside
         // after waking: it steps aside now.
         if (ok) step_aside(s);
+        p[1].fd = s.fd.get();
     }
     if (ok) {
         std::lock_guard lk(r.mu);
@@ -192,12 +198,9 @@ void QueuePair::drive(int channel_fd) {
         // so a request wakes one thread, not two.
         r_aside = serve && waiter_serves_.load(std::memory_order_relaxed);
         if (r_aside) step_aside(r);
+        p[2].fd = r.fd.get();
     }
     if (!ok) rl.unlock();
-    // Holding rx_mu across the poll keeps the engine off the answer stream: one wake-up, not
-    // two. The peer's requests are watched too; the engine serves them whenever no thread
-    // waits here.
-    pollfd p[3] = {{channel_fd, POLLIN, 0}, {s.fd.get(), POLLIN, 0}, {r.fd.get(), POLLIN, 0}};
     // A doorbell stream (shm) first waits a moment, since a round trip with a spinning peer
     // takes microseconds and a sleep costs more; then it asks to be woken, and skips the sleep
     // if input came.

@@ -210,7 +210,7 @@ void Listener::read_hello(Pending &p) {
     slot = std::move(p.fd);
     if (main) {
         half.qp_num = h.qp_num;
-        half.pdata.assign(h.pdata, h.pdata + h.pdata_len);
+        half.pdata = delivered_pdata(h.pdata, h.pdata_len);
         half.shm_offered = h.flags & kHelloShmOffer;
     }
     if (fresh) {

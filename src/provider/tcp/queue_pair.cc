@@ -106,10 +106,12 @@ int QueuePair::connect(const void *pdata, uint8_t pdata_len) {
     if (pdata_len)
         local_pdata_.assign(static_cast<const uint8_t *>(pdata),
                             static_cast<const uint8_t *>(pdata) + pdata_len);
+    // deadline_ is under cm_mu_: once a stream is registered, handshake_out may move it
+    const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(cfg_.timeout_ms);
     {
         std::lock_guard lk(cm_mu_);
         cm_ = Cm::kConnecting;
-        deadline_ = Clock::now() + std::chrono::milliseconds(cfg_.timeout_ms);
+        deadline_ = deadline;
     }
     for (Stream *s : {&main_, &join_}) {
         s->fd.reset(::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -135,7 +137,7 @@ int QueuePair::connect(const void *pdata, uint8_t pdata_len) {
         }
         if (!establish_stream(*s, EPOLLOUT)) return RPMA_E_PROVIDER;
     }
-    engine_->add_timer(deadline_, weak_from_this());
+    engine_->add_timer(deadline, weak_from_this());
     return 0;
 }
 
@@ -213,7 +215,7 @@ void QueuePair::handshake_in() {
         return;
     }
     remote_qp_ = reply_.qp_num;
-    remote_pdata_.assign(reply_.pdata, reply_.pdata + reply_.pdata_len);
+    remote_pdata_ = delivered_pdata(reply_.pdata, reply_.pdata_len);
     if (shm_ && !(reply_.flags & kReplyShm)) {
         shm_.reset();
         if (prov::provider_choice() == prov::Choice::kShm) {

@@ -3,9 +3,11 @@
 // (provider/rc/frame.h). See docs/tcp-provider.md.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "provider/rc/frame.h"
 
@@ -50,6 +52,16 @@ struct Reply {
     uint8_t pdata[kAcceptPdataMax];
 };
 static_assert(sizeof(Reply) == 208);
+
+// Private data as RDMA CM delivers it: the whole field (56 bytes on connect, 196 on accept), the
+// `len` bytes sent first and zeros after, whatever else the peer left there. Upstream
+// applications count on a non-NULL pointer even when the peer sent nothing.
+template <size_t N>
+std::vector<uint8_t> delivered_pdata(const uint8_t (&field)[N], uint8_t len) {
+    std::vector<uint8_t> v(N, 0);
+    std::memcpy(v.data(), field, std::min<size_t>(len, N));
+    return v;
+}
 
 // Reply::flags: the server took the offer; after this Reply both streams run on shared memory
 // and nothing more is sent on tcp.

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pdata.c -- private data as RDMA CM delivers it (issue 19). Black-box (librpma.h only): it
+ * expects what the reference librpma reports over soft-RoCE.
+ *
+ * Whatever the other side sent (nothing, or fewer bytes than fit), the server's request and
+ * connection show 56 bytes and the client's connection 196: the bytes sent first, zeros after,
+ * never a NULL pointer. The client's connection shows nothing (NULL, 0) until the application
+ * has taken the ESTABLISHED event, even when that event is already waiting.
+ *
+ * Modes (the argument after PORT):
+ *   none   neither side passes private data
+ *   short  the client sends 5 bytes, the server 7
+ */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "common.h"
+
+#define CLIENT_LEN 5
+#define SERVER_LEN 7
+#define SEED_CLIENT 0xda7a
+#define SEED_SERVER 0x5e7d
+
+/* pd holds exactly `size` bytes: the `sent` bytes made from seed, then zeros */
+static void check_pdata(const struct rpma_conn_private_data *pd, size_t size, size_t sent,
+                        uint64_t seed) {
+    CHECK(pd->ptr != NULL);
+    CHECK_EQ(pd->len, size);
+    const unsigned char *p = pd->ptr;
+    long bad = it_verify(p, sent, seed);
+    if (bad >= 0) IT_FAIL("private data differs at byte %ld", bad);
+    for (size_t i = sent; i < size; i++)
+        if (p[i] != 0) IT_FAIL("private data byte %zu is %u, expected 0", i, p[i]);
+}
+
+static void server(const struct it_args *a, size_t client_len, size_t server_len) {
+    struct rpma_peer *peer = it_peer_new(a->addr, true);
+    struct rpma_ep *ep = NULL;
+    CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
+    it_ready();
+
+    struct rpma_conn_req *req = it_next_req(ep, NULL);
+    struct rpma_conn_private_data pd = {0};
+    CHECK_OK(rpma_conn_req_get_private_data(req, &pd));
+    check_pdata(&pd, IT_PDATA_CONNECT, client_len, SEED_CLIENT);
+
+    char spd[SERVER_LEN];
+    it_fill(spd, sizeof(spd), SEED_SERVER);
+    struct rpma_conn *conn = it_accept(&req, server_len ? spd : NULL, server_len);
+    memset(&pd, 0, sizeof(pd));
+    CHECK_OK(rpma_conn_get_private_data(conn, &pd));
+    check_pdata(&pd, IT_PDATA_CONNECT, client_len, SEED_CLIENT);
+
+    it_disconnect_passive(&conn, false);
+    CHECK_OK(rpma_ep_shutdown(&ep));
+    CHECK_OK(rpma_peer_delete(&peer));
+}
+
+static void client(const struct it_args *a, size_t client_len, size_t server_len) {
+    struct rpma_peer *peer = it_peer_new(a->addr, false);
+    char cpd[CLIENT_LEN];
+    it_fill(cpd, sizeof(cpd), SEED_CLIENT);
+    struct rpma_conn_private_data pd = {.ptr = cpd, .len = (uint8_t)client_len};
+    struct rpma_conn_req *req = NULL;
+    struct rpma_conn *conn = NULL;
+    CHECK_OK(rpma_conn_req_new(peer, a->addr, a->port, NULL, &req));
+    CHECK_OK(rpma_conn_req_connect(&req, client_len ? &pd : NULL, &conn));
+
+    /* ESTABLISHED waits in the event fd; until it is taken the connection shows nothing */
+    int fd = -1;
+    CHECK_OK(rpma_conn_get_event_fd(conn, &fd));
+    if (!it_poll_fd(fd, IT_WAIT_MS)) IT_FAIL("no connection event within %d ms", IT_WAIT_MS);
+    struct rpma_conn_private_data got = {.ptr = cpd, .len = 1};
+    CHECK_OK(rpma_conn_get_private_data(conn, &got));
+    CHECK(got.ptr == NULL);
+    CHECK_EQ(got.len, 0);
+
+    it_expect_event(conn, RPMA_CONN_ESTABLISHED);
+    CHECK_OK(rpma_conn_get_private_data(conn, &got));
+    check_pdata(&got, IT_PDATA_ACCEPT, server_len, SEED_SERVER);
+
+    it_disconnect_active(&conn);
+    CHECK_OK(rpma_peer_delete(&peer));
+}
+
+int main(int argc, char *argv[]) {
+    struct it_args a;
+    it_init(argc, argv, &a);
+    if (a.argc < 1) IT_FAIL("mode argument missing");
+    size_t client_len, server_len;
+    if (strcmp(a.argv[0], "none") == 0)
+        client_len = server_len = 0;
+    else if (strcmp(a.argv[0], "short") == 0)
+        client_len = CLIENT_LEN, server_len = SERVER_LEN;
+    else
+        IT_FAIL("unknown mode %s", a.argv[0]);
+    if (a.server)
+        server(&a, client_len, server_len);
+    else
+        client(&a, client_len, server_len);
+    return 0;
+}
