@@ -91,10 +91,12 @@ violation leaves the remote memory untouched and comes back as a completion with
 **IBV_WC_REM_ACCESS_ERR**, after which the connection's queue pair is in the error state."""
 
 LOCAL_CHECK = """The local range must lie inside the local region (checked when posting). As a NIC
-checks the lkey, the local region must also belong to the connection's peer and have been
-registered with the usage named above; if not, the call still returns 0, the operation completes
-with **IBV_WC_LOC_PROT_ERR** without touching memory, and the queue pair enters the error
-state."""
+checks the lkey, the local region must also belong to the connection's peer, and a region the
+operation writes into (a read's destination) must have a usage that allows local writes:
+**RPMA_MR_USAGE_READ_DST**, **RPMA_MR_USAGE_WRITE_SRC**, **RPMA_MR_USAGE_WRITE_DST** or
+**RPMA_MR_USAGE_RECV**. A region the operation only reads (a write's or a send's source) may have
+any usage. If not, the call still returns 0, the operation completes with
+**IBV_WC_LOC_PROT_ERR** without touching memory, and the queue pair enters the error state."""
 
 MAX_LEN = "An operation moves at most 1 GiB; a larger {len} is refused."
 
@@ -130,8 +132,9 @@ page("rpma_read", "read from a remote memory region into a local one",
      """**rpma_read**() posts a read of {len} bytes at offset {src_offset} of the remote region
 {src} into offset {dst_offset} of the local region {dst}, on the connection {conn}. The remote
 region must have been registered with **RPMA_MR_USAGE_READ_SRC** and the local one with
-**RPMA_MR_USAGE_READ_DST**. The data is in {dst} when the operation completes successfully; the
-completion has opcode **IBV_WC_RDMA_READ**.
+**RPMA_MR_USAGE_READ_DST** (or another usage that allows local writes, below). The data is in
+{dst} when the operation completes successfully; the completion has opcode **IBV_WC_RDMA_READ**
+and {byte_len} {len}.
 
 A read of 0 bytes names no regions: {dst} and {src} are NULL and both offsets 0. It still takes
 its turn among the connection's operations.
@@ -145,8 +148,9 @@ its turn among the connection's operations.
           "rpma_conn_req_connect"])
 
 WRITE_DESC = """posts a write of {len} bytes from offset {src_offset} of the local region {src}
-to offset {dst_offset} of the remote region {dst}, on the connection {conn}. The local region
-must have been registered with **RPMA_MR_USAGE_WRITE_SRC** and the remote one with
+to offset {dst_offset} of the remote region {dst}, on the connection {conn}. The local region is
+meant to be registered with **RPMA_MR_USAGE_WRITE_SRC** (any region of the peer will do, as only
+its bytes are read) and the remote one must have been registered with
 **RPMA_MR_USAGE_WRITE_DST**. The source bytes are read while the operation is under way, not
 when it is posted: do not change them before the operation completes."""
 
@@ -157,7 +161,8 @@ the write with [[rpma_flush]] for that.
 A write of 0 bytes names no regions: {dst} and {src} are NULL and both offsets 0."""
 
 page("rpma_write", "write from a local memory region to a remote one",
-     "**rpma_write**() " + WRITE_DESC + """ The completion has opcode **IBV_WC_RDMA_WRITE**.
+     "**rpma_write**() " + WRITE_DESC + """ The completion has opcode **IBV_WC_RDMA_WRITE** and
+{byte_len} {len}.
 
 """ + WRITE_AFTER + "\n\n" + FLAGS + "\n\n" + CONTEXT + "\n\n" + REMOTE_CHECK + "\n\n"
      + LOCAL_CHECK + "\n\n" + ERROR_STATE + "\n\n" + MAX_LEN,
@@ -175,7 +180,7 @@ page("rpma_write_with_imm", "write to a remote memory region and hand the peer a
      "**rpma_write_with_imm**() " + WRITE_DESC + """ It also consumes one receive posted on the
 remote side ([[rpma_recv]], or [[rpma_srq_recv]] with a shared receive queue), which tells the
 remote application the data has arrived. """ + IMM_RECV + """ The write's own completion has
-opcode **IBV_WC_RDMA_WRITE**.
+opcode **IBV_WC_RDMA_WRITE**, {byte_len} {len}, and **IBV_WC_WITH_IMM** set in {wc_flags}.
 
 If the remote side has no receive posted, the write waits at the remote side until one is posted,
 and with it every later operation of this connection (as with an infinite RNR retry count).
@@ -197,7 +202,8 @@ region: the 8 bytes are copied before the call returns. {dst_offset} must be a m
 The remote side stores the value with one aligned 8-byte store: a reader there sees the old value
 or the new one, never a mix. If the remote region itself does not start at an 8-byte aligned
 address, the target address is misaligned and the operation completes with
-**IBV_WC_REM_INV_REQ_ERR**. The completion has opcode **IBV_WC_RDMA_WRITE**. As with
+**IBV_WC_REM_INV_REQ_ERR**. The completion has opcode **IBV_WC_RDMA_WRITE** and {byte_len} 8.
+As with
 [[rpma_write]], a completion does not make the value persistent; use [[rpma_flush]].
 
 """ + FLAGS + "\n\n" + CONTEXT + "\n\n" + REMOTE_CHECK + "\n\n" + ERROR_STATE,
@@ -229,8 +235,8 @@ carries ([[rpma_mr_remote_get_flush_type]]); a flush that does not meet them is 
 **RPMA_E_NOSUPP**. The range is checked by the remote side when it executes the flush; a range
 outside the region completes with **IBV_WC_REM_ACCESS_ERR**.
 
-The completion has opcode **IBV_WC_RDMA_READ**, as on RDMA hardware, where a flush is carried out
-as a read.
+The completion has opcode **IBV_WC_RDMA_READ** and {byte_len} 8, whatever {len}, as on RDMA
+hardware, where librpma carries a flush out as an 8-byte read.
 
 """ + FLAGS + "\n\n" + CONTEXT + "\n\n" + ERROR_STATE + "\n\n" + MAX_LEN,
      errors=[("RPMA_E_INVAL", "{conn} or {dst} is NULL, {flags} is 0, {type} is neither "
@@ -251,13 +257,14 @@ none is posted, the message waits at the remote side until one is, and with it e
 operation of this connection (as with an infinite RNR retry count). A message longer than the
 receive buffer completes the receive with **IBV_WC_LOC_LEN_ERR** and the send with
 **IBV_WC_REM_INV_REQ_ERR**, and both queue pairs enter the error state. A send into a receive
-buffer that the remote side's region does not allow (its region lacks
-**RPMA_MR_USAGE_RECV** or was deregistered) completes with **IBV_WC_REM_OP_ERR**.
+buffer that the remote side's region does not allow (its region has no usage that allows local
+writes, or was deregistered) completes with **IBV_WC_REM_OP_ERR**.
 
-The local region must have been registered with **RPMA_MR_USAGE_SEND**; its bytes are read while
-the operation is under way, so do not change them before it completes. A message of 0 bytes
-names no region: {src} is NULL and {offset} and {len} are 0. The send's completion has opcode
-**IBV_WC_SEND**.
+The local region is meant to be registered with **RPMA_MR_USAGE_SEND** (any region of the peer
+will do, as only its bytes are read); they are read while the operation is under way, so do not
+change them before it completes. A message of 0 bytes names no region: {src} is NULL and
+{offset} and {len} are 0. The send's completion has opcode **IBV_WC_SEND** and {byte_len}
+{len}.
 
 """ + FLAGS + "\n\n" + CONTEXT + "\n\n" + LOCAL_CHECK + "\n\n" + ERROR_STATE + "\n\n" + MAX_LEN
 
@@ -277,15 +284,16 @@ page("rpma_send_with_imm", "send a message and a 32-bit value to the remote side
      """**rpma_send_with_imm**() is [[rpma_send]] with a 32-bit value {imm} attached. The remote
 side's receive completes with opcode **IBV_WC_RECV**, {byte_len} {len}, **IBV_WC_WITH_IMM**
 set in {wc_flags}, and {imm} in {imm_data} in network byte order (the receiver reads it with
-[[ntohl(3)]]).
+[[ntohl(3)]]). The send's own completion has **IBV_WC_WITH_IMM** set in {wc_flags} as well.
 
 """ + SEND_COMMON,
      errors=[SEND_INVAL, POST_PROVIDER, NOMEM, UNKNOWN],
      see=["rpma_send", "rpma_write_with_imm", "rpma_recv", "rpma_cq_get_wc"])
 
 RECV_COMMON = """The region must belong to the same peer and have been registered with
-**RPMA_MR_USAGE_RECV**. This is checked when a message arrives for the receive, as a NIC checks
-the lkey: the receive then completes with **IBV_WC_LOC_PROT_ERR** without touching memory, the
+**RPMA_MR_USAGE_RECV** or another usage that allows local writes (**RPMA_MR_USAGE_READ_DST**,
+**RPMA_MR_USAGE_WRITE_SRC**, **RPMA_MR_USAGE_WRITE_DST**). This is checked when a message
+arrives for the receive, as a NIC checks the lkey: the receive then completes with **IBV_WC_LOC_PROT_ERR** without touching memory, the
 sender's operation with **IBV_WC_REM_OP_ERR**, and the queue pair enters the error state. A
 message longer than {len} completes the receive with **IBV_WC_LOC_LEN_ERR**.
 
@@ -390,10 +398,12 @@ the {op_context} given when the operation or receive was posted;
 [[rpma_write_with_imm]], [[rpma_atomic_write]]), **IBV_WC_SEND**, **IBV_WC_RECV** or
 **IBV_WC_RECV_RDMA_WITH_IMM**;
 = {byte_len}
-the bytes moved, for receives and successful reads;
+the bytes moved, for receives and for successful reads, writes and sends; 8 for an atomic write
+and for a flush (an 8-byte read on RDMA);
 = {wc_flags}, {imm_data}
 **IBV_WC_WITH_IMM** and the immediate value in network byte order, for receives of data sent with
-one;
+one; **IBV_WC_WITH_IMM** alone for the successful completion of [[rpma_send_with_imm]] and
+[[rpma_write_with_imm]] at the side that posted them;
 = {qp_num}
 the number of the local connection's queue pair ([[rpma_conn_get_qp_num]]); with a shared receive
 queue it tells which connection a message came through.
@@ -946,20 +956,28 @@ it is the source of messages ([[rpma_send]]);
 = **RPMA_MR_USAGE_RECV**
 it is the destination of receives ([[rpma_recv]], [[rpma_srq_recv]]).
 
+**RPMA_MR_USAGE_READ_DST**, **RPMA_MR_USAGE_WRITE_SRC**, **RPMA_MR_USAGE_WRITE_DST** and
+**RPMA_MR_USAGE_RECV** allow local writes (librpma registers them with
+**IBV_ACCESS_LOCAL_WRITE**): a region with any of them can be the destination of reads and
+receives. As a NIC reads any region of its protection domain, any region of the peer can be the
+source of writes and sends.
+
 The region gets a random, non-zero rkey, unique among the peer's regions. Its descriptor
 ([[rpma_mr_get_descriptor]]) lets the remote side address it.
 
 The memory is checked as **ibv_reg_mr**(3) checks it when pinning the pages: every byte must be
-mapped and readable, and writable too if {usage} has **RPMA_MR_USAGE_READ_DST**,
-**RPMA_MR_USAGE_WRITE_SRC**, **RPMA_MR_USAGE_WRITE_DST** or **RPMA_MR_USAGE_RECV** (the usages
-librpma registers with local or remote write access). Read-only memory can be registered for
-**RPMA_MR_USAGE_READ_SRC**, **RPMA_MR_USAGE_SEND** and the flush usages. The check is made once:
-memory unmapped while still registered is the application's error.""",
+mapped, and writable if {usage} has **RPMA_MR_USAGE_READ_DST**, **RPMA_MR_USAGE_WRITE_SRC**,
+**RPMA_MR_USAGE_WRITE_DST** or **RPMA_MR_USAGE_RECV** (the usages librpma registers with local or
+remote write access), readable otherwise. Read-only memory can be registered for
+**RPMA_MR_USAGE_READ_SRC**, **RPMA_MR_USAGE_SEND** and the flush usages, and memory mapped with
+**PROT_WRITE** alone for any usage that includes one of those four. The check is made once: memory
+unmapped while still registered is the application's error.""",
      ret=ret_out("*mr_ptr"),
      errors=[("RPMA_E_INVAL", "{peer}, {ptr} or {mr_ptr} is NULL, {size} is 0, or {usage} is 0 "
               "or has bits other than the usage values above."),
-             ("RPMA_E_PROVIDER", "Part of the memory is not mapped, not readable, or not "
-              "writable when {usage} needs it; the library logs the first bad address."),
+             ("RPMA_E_PROVIDER", "Part of the memory is not mapped, or not writable (readable) "
+              "when {usage} does (does not) allow writes; the library logs the first bad "
+              "address."),
              NOMEM, UNKNOWN],
      notes="""The memory check is rpma's: upstream librpma gets **RPMA_E_PROVIDER** from
 **ibv_reg_mr**(3) failing with **EFAULT** in the same cases. rpma neither pins nor locks the

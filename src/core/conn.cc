@@ -106,17 +106,19 @@ bool local_range_ok(const MrLocal *mr, size_t off, size_t len, const char *what)
 
 }  // namespace
 
-// True when the NIC would refuse the local region: registered without the usage this
-// operation needs, or on another peer (protection domain).
-bool Conn::local_fault(const MrLocal *mr, int usage, const char *what) const {
+// True when the NIC would refuse the lkey: a region of another peer (protection domain), or one
+// written into without LOCAL_WRITE. A local read needs no particular usage.
+bool Conn::local_fault(const MrLocal *mr, bool written, const char *what) const {
     if (!mr) return false;
-    if (!(mr->usage() & usage) || mr->peer() != r_->peer) {
+    bool other_peer = mr->peer() != r_->peer;
+    if (other_peer || (written && !mr->local_write())) {
         RPMA_LOG_WARNING(
             "%s: the local region %s; the operation completes with "
             "IBV_WC_LOC_PROT_ERR",
             what,
-            mr->peer() != r_->peer ? "belongs to another peer"
-                                   : "was not registered for this usage");
+            other_peer ? "belongs to another peer"
+                       : "has no usage that allows local writes (READ_DST, WRITE_SRC, "
+                         "WRITE_DST or RECV)");
         return true;
     }
     return false;
@@ -141,7 +143,7 @@ int Conn::read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
     wr.local = dst ? dst->ptr() + dst_off : nullptr;
     wr.local_region = dst ? dst->region() : nullptr;
-    wr.local_fault = local_fault(dst, RPMA_MR_USAGE_READ_DST, "read destination");
+    wr.local_fault = local_fault(dst, true, "read destination");
     wr.len = static_cast<uint32_t>(len);
     wr.raddr = src ? src->addr() + src_off : 0;
     wr.rkey = src ? src->rkey() : 0;
@@ -157,7 +159,7 @@ int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t 
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
     wr.local = src ? src->ptr() + src_off : nullptr;
     wr.local_region = src ? src->region() : nullptr;
-    wr.local_fault = local_fault(src, RPMA_MR_USAGE_WRITE_SRC, "write source");
+    wr.local_fault = local_fault(src, false, "write source");
     wr.len = static_cast<uint32_t>(len);
     wr.raddr = dst ? dst->addr() + dst_off : 0;
     wr.rkey = dst ? dst->rkey() : 0;
@@ -216,7 +218,7 @@ int Conn::send(const MrLocal *src, size_t off, size_t len, int flags, uint64_t w
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
     wr.local = src ? src->ptr() + off : nullptr;
     wr.local_region = src ? src->region() : nullptr;
-    wr.local_fault = local_fault(src, RPMA_MR_USAGE_SEND, "send source");
+    wr.local_fault = local_fault(src, false, "send source");
     wr.len = static_cast<uint32_t>(len);
     wr.imm = imm ? *imm : 0;
     return r_->qp->post_send(std::move(wr));

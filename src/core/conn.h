@@ -70,7 +70,7 @@ class Conn {
     int recv(MrLocal *dst, size_t off, size_t len, uint64_t wr_id);
 
   private:
-    bool local_fault(const MrLocal *mr, int usage, const char *what) const;
+    bool local_fault(const MrLocal *mr, bool written, const char *what) const;
     bool op_len_ok(size_t len) const;
 
     std::unique_ptr<ConnResources> r_;

@@ -62,8 +62,10 @@ MemCheck::Result MemCheck::check_maps(std::string_view maps, uintptr_t addr, siz
         Mapping m;
         if (!parse_line(line, &m) || m.hi <= cur) continue;
         if (m.lo > cur) break;  // lines are sorted by address: a hole
-        if (!m.read) return {Fault::kNotReadable, cur};
-        if (need_write && !m.write) return {Fault::kNotWritable, cur};
+        // As get_user_pages checks a VMA: pinned for writing it needs VM_WRITE only (a
+        // PROT_WRITE mapping is readable in the page tables anyway), otherwise VM_READ.
+        if (need_write ? !m.write : !m.read)
+            return {m.read ? Fault::kNotWritable : Fault::kNotReadable, cur};
         cur = m.hi;
     }
     return cur < end ? Result{Fault::kUnmapped, cur} : Result{};

@@ -1,7 +1,8 @@
 // Validates memory for a registration as ibv_reg_mr does when it pins the pages (EFAULT there):
-// every byte of the range must be mapped and readable, and writable when the registration may be
-// written into. The provider touches registered memory from the CPU, so without this a remote
-// write into read-only or unmapped memory would crash the target.
+// every byte of the range must be mapped, and writable when the registration may be written into
+// (a PROT_WRITE-only mapping will do: the page tables make it readable too), readable otherwise.
+// The provider touches registered memory from the CPU, so without this a remote write into
+// read-only or unmapped memory would crash the target.
 #pragma once
 
 #include <cstddef>

@@ -16,8 +16,7 @@ int MrLocal::reg(Peer *peer, void *ptr, size_t size, int usage, MrLocal **out) {
     }
     // Usages for which ibv_reg_mr asks for LOCAL_WRITE or REMOTE_WRITE need writable memory.
     // Upstream librpma asks LOCAL_WRITE for WRITE_SRC as well, so read-only memory fails there.
-    bool write = usage & (RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC |
-                          RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_RECV);
+    bool write = usage & kLocalWriteUsage;
     auto chk = MemCheck::check(ptr, size, write);
     if (chk.fault != MemCheck::Fault::kNone) {
         RPMA_LOG_ERROR("cannot register [%p, +%zu) with usage 0x%x: memory at %p is %s", ptr, size,
@@ -40,6 +39,10 @@ int MrLocal::reg(Peer *peer, void *ptr, size_t size, int usage, MrLocal **out) {
 MrLocal::~MrLocal() {
     peer_->domain().deregister(region_);
     peer_->unref();
+}
+
+bool MrLocal::local_write() const noexcept {
+    return usage() & kLocalWriteUsage;
 }
 
 void MrLocal::descriptor(void *out) const noexcept {

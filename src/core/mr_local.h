@@ -10,8 +10,8 @@ namespace rpma {
 
 class MrLocal {
   public:
-    // RPMA_E_PROVIDER, registering nothing, unless [ptr, ptr + size) is mapped and readable,
-    // and writable for READ_DST, WRITE_DST or RECV (core/mem_check.h).
+    // RPMA_E_PROVIDER, registering nothing, unless [ptr, ptr + size) is mapped, and writable
+    // for a usage in kLocalWriteUsage, readable otherwise (core/mem_check.h).
     static int reg(Peer *peer, void *ptr, size_t size, int usage, MrLocal **out);
     ~MrLocal();
 
@@ -20,6 +20,8 @@ class MrLocal {
     char *ptr() const noexcept { return region_->addr(); }
     size_t size() const noexcept { return region_->size(); }
     int usage() const noexcept { return region_->usage(); }
+    // Registered with LOCAL_WRITE: this peer may write into it (read destination, receive).
+    bool local_write() const noexcept;
     void descriptor(void *out) const noexcept;
     int advise(size_t offset, size_t len, int advice, uint32_t flags) const;
 
@@ -34,5 +36,10 @@ constexpr int kAllUsage =
     RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC |
     RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
     RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT | RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV;
+
+// The usages upstream librpma registers with IBV_ACCESS_LOCAL_WRITE. A NIC checks local writes
+// against it; a local read needs only a region of the same protection domain.
+constexpr int kLocalWriteUsage =
+    RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_RECV;
 
 }  // namespace rpma

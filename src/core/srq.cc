@@ -17,7 +17,7 @@ int make_recv(Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64_t wr_i
                        dst->size());
         return RPMA_E_INVAL;
     }
-    bool usable = (dst->usage() & RPMA_MR_USAGE_RECV) && dst->peer() == peer;
+    bool usable = dst->local_write() && dst->peer() == peer;  // as a NIC checks the lkey
     *out =
         prov::RecvWr{dst->region(), dst->ptr() + offset, static_cast<uint32_t>(len), wr_id, usable};
     return 0;

@@ -59,8 +59,9 @@ struct SendWr {
     char *local = nullptr;  // source, or destination of a read
     uint32_t len = 0;
     std::shared_ptr<MemoryRegion> local_region;  // the region local points into (the domain's)
-    // The local region may not be used this way (usage, another peer): the request completes
-    // with IBV_WC_LOC_PROT_ERR in its turn and touches no memory, as a NIC checks an lkey.
+    // The local region may not be used this way (another peer's, or a read destination without
+    // LOCAL_WRITE): the request completes with IBV_WC_LOC_PROT_ERR in its turn and touches no
+    // memory, as a NIC checks an lkey.
     bool local_fault = false;
     uint64_t raddr = 0;
     uint32_t rkey = 0;
@@ -75,8 +76,9 @@ struct RecvWr {
     char *ptr = nullptr;
     uint32_t len = 0;
     uint64_t wr_id = 0;
-    // false: the region lacks RPMA_MR_USAGE_RECV or belongs to another peer; a message for it
-    // completes with IBV_WC_LOC_PROT_ERR and touches nothing, as a NIC checks the lkey
+    // false: the region lacks LOCAL_WRITE (no READ_DST, WRITE_SRC, WRITE_DST or RECV usage) or
+    // belongs to another peer; a message for it completes with IBV_WC_LOC_PROT_ERR and touches
+    // nothing, as a NIC checks the lkey
     bool usable = true;
 };
 

@@ -37,6 +37,20 @@ TEST(MemCheck, Protection) {
     EXPECT_EQ(fault(0x4800, 1, false), Fault::kNotReadable);
 }
 
+// As get_user_pages checks a VMA: a registration that may be written needs VM_WRITE only (a
+// PROT_WRITE-only mapping registers), one never written needs VM_READ.
+TEST(MemCheck, WriteOnlyMappings) {
+    const char *maps =
+        "1000-2000 -w-p 0 0 0\n"
+        "2000-3000 rw-p 0 0 0\n"
+        "3000-4000 ---p 0 0 0\n";
+    EXPECT_EQ(fault(0x1000, 0x2000, true, maps), Fault::kNone);
+    EXPECT_EQ(fault(0x1000, 0x1000, false, maps), Fault::kNotReadable);
+    EXPECT_EQ(fault(0x2000, 0x1000, false, maps), Fault::kNone);
+    EXPECT_EQ(fault(0x3000, 1, true, maps), Fault::kNotReadable);  // PROT_NONE: neither
+    EXPECT_EQ(fault(0x3000, 1, false, maps), Fault::kNotReadable);
+}
+
 TEST(MemCheck, Holes) {
     EXPECT_EQ(fault(0x0, 0x1000, false), Fault::kUnmapped);
     EXPECT_EQ(fault(0x800, 0x1000, false), Fault::kUnmapped);
@@ -78,4 +92,9 @@ TEST(MemCheck, ThisProcess) {
     ASSERT_EQ(munmap(c + 2 * page, page), 0);
     EXPECT_EQ(MemCheck::check(c + page, 2 * page, false).fault, Fault::kUnmapped);
     munmap(c, 2 * page);
+    p = mmap(nullptr, page, PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    EXPECT_EQ(MemCheck::check(p, page, true).fault, Fault::kNone);
+    EXPECT_EQ(MemCheck::check(p, page, false).fault, Fault::kNotReadable);
+    munmap(p, page);
 }

@@ -314,6 +314,46 @@ TEST_F(RcEngineTest, WriteWithImmediateWaitsForAReceiveThenDelivers) {
     EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
 }
 
+// The initiator's completion as rxe fills it: byte_len is the request's length (8 for an atomic
+// write, and 8 for a flush, which upstream librpma posts as an 8-byte read), and IBV_WC_WITH_IMM
+// marks a send or write with immediate.
+TEST_F(RcEngineTest, InitiatorCompletionsCarryLengthAndImmediateFlag) {
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 0)), 0);
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 22, 1024, 128)), 0);
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 23, 2048, 128)), 0);
+    struct Case {
+        prov::WrOp op;
+        uint32_t len;
+        ibv_wc_opcode opcode;
+        uint32_t byte_len;
+        bool imm;
+    };
+    const Case cases[] = {
+        {prov::WrOp::kWrite, 100, IBV_WC_RDMA_WRITE, 100, false},
+        {prov::WrOp::kWrite, 0, IBV_WC_RDMA_WRITE, 0, false},
+        {prov::WrOp::kWriteImm, 32, IBV_WC_RDMA_WRITE, 32, true},
+        {prov::WrOp::kSend, 50, IBV_WC_SEND, 50, false},
+        {prov::WrOp::kSendImm, 60, IBV_WC_SEND, 60, true},
+        {prov::WrOp::kRead, 300, IBV_WC_RDMA_READ, 300, false},
+        {prov::WrOp::kAtomicWrite, 8, IBV_WC_RDMA_WRITE, 8, false},
+        {prov::WrOp::kFlush, 4096, IBV_WC_RDMA_READ, 8, false},
+    };
+    uint64_t id = 100;
+    for (const Case &c : cases) {
+        SCOPED_TRACE(id);
+        auto w = wr(c.op, id, 0, c.len, 4096);
+        w.imm = 7;
+        ASSERT_EQ(client_.qp->post_send(w), 0);
+        ibv_wc wc;
+        ASSERT_TRUE(next_wc(client_, &wc));
+        EXPECT_EQ(wc.wr_id, id++);
+        EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+        EXPECT_EQ(wc.opcode, c.opcode);
+        EXPECT_EQ(wc.byte_len, c.byte_len);
+        EXPECT_EQ((wc.wc_flags & IBV_WC_WITH_IMM) != 0, c.imm);
+    }
+}
+
 TEST_F(RcEngineTest, RefusedWriteWithImmediateTakesNoReceive) {
     // the rkey is checked before a receive is taken: the receive is flushed with the QP, not
     // consumed by the refused request

@@ -10,13 +10,17 @@
 
 namespace rpma::rc {
 
-void QueuePair::push_send_wc(const Outstanding &o, ibv_wc_status st, uint32_t len) {
+void QueuePair::push_send_wc(const Outstanding &o, ibv_wc_status st) {
     if (st == IBV_WC_SUCCESS && !o.signaled) return;
+    const OpInfo &info = op_info(o.op);
     ibv_wc wc{};
     wc.wr_id = o.wr_id;
     wc.status = st;
-    wc.opcode = op_info(o.op).wc;
-    wc.byte_len = (st == IBV_WC_SUCCESS && o.op == Op::kRead) ? len : 0;
+    wc.opcode = info.wc;
+    if (st == IBV_WC_SUCCESS) {  // as rxe: an error completion leaves them 0
+        wc.byte_len = info.wc_len ? info.wc_len : o.len;
+        if (info.wc_imm) wc.wc_flags = IBV_WC_WITH_IMM;
+    }
     wc.qp_num = qp_num_;
     wc.src_qp = remote_qp_;
     cfg_.cq->push(wc);
@@ -38,12 +42,12 @@ void QueuePair::push_recv_wc(const prov::RecvWr &r, ibv_wc_status st, ibv_wc_opc
     cfg_.recv_cq->push(wc);
 }
 
-void QueuePair::complete_front(ibv_wc_status st, uint32_t len) {
+void QueuePair::complete_front(ibv_wc_status st) {
     Outstanding o = std::move(outstanding_.front());
     outstanding_.pop_front();
     if (st == IBV_WC_SUCCESS && (o.local_error || source_faulted(o.seq))) {
         // the NIC's local protection error: this request fails, and the QP with it
-        push_send_wc(o, IBV_WC_LOC_PROT_ERR, 0);
+        push_send_wc(o, IBV_WC_LOC_PROT_ERR);
         flush_all_locked();
         return;
     }
@@ -51,7 +55,7 @@ void QueuePair::complete_front(ibv_wc_status st, uint32_t len) {
         unreclaimed_ = 0;
     else
         ++unreclaimed_;
-    push_send_wc(o, st, len);
+    push_send_wc(o, st);
 }
 
 bool QueuePair::source_faulted(uint64_t seq) {
@@ -69,7 +73,7 @@ void QueuePair::advance_locked() {
     // Reads complete only with their data, and everything after them waits (in order).
     while (!outstanding_.empty() && outstanding_.front().seq <= peer_acked_ &&
            !outstanding_.front().awaits_data())
-        complete_front(IBV_WC_SUCCESS, 0);
+        complete_front(IBV_WC_SUCCESS);
 }
 
 QueuePair::Step QueuePair::apply_peer_ack(uint64_t ack) {
@@ -102,7 +106,7 @@ void QueuePair::wake_ack_waiter_locked() {
 
 void QueuePair::flush_all_locked() {
     error_ = true;
-    while (!outstanding_.empty()) complete_front(IBV_WC_WR_FLUSH_ERR, 0);
+    while (!outstanding_.empty()) complete_front(IBV_WC_WR_FLUSH_ERR);
     unreclaimed_ = 0;
     for (auto &r : rq_.drain()) push_recv_wc(r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0);
     // a request waiting for a read's completion waits no more: there is nothing to order after
@@ -160,7 +164,7 @@ QueuePair::Step QueuePair::completer_header(Stream &s, const FrameHeader &h) {
                 return c.op == Op::kNak ? CompState::kNak : CompState::kReadData;
             return comp_fatal(c, "protocol error: answer out of order");
         case CompState::kNak:
-            complete_front(nak_to_status(h.status), 0);
+            complete_front(nak_to_status(h.status));
             flush_all_locked();
             return CompState::kDone;
         case CompState::kReadData:
@@ -191,7 +195,7 @@ QueuePair::CompState QueuePair::complete_before(CompCtx &c) {
             RPMA_LOG_ERROR("a read was acknowledged without its data");
             return comp_fatal(c, "protocol error: a read acknowledged without its data");
         }
-        complete_front(IBV_WC_SUCCESS, 0);
+        complete_front(IBV_WC_SUCCESS);
     }
     return CompState::kCheckAck;
 }

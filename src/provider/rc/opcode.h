@@ -17,20 +17,25 @@ struct OpInfo {
     int usage;           // what the rkey's region must allow (0: no rkey); see required_usage
     ibv_wc_opcode wc;    // the requester's completion opcode
     uint32_t fixed_len;  // 0: any length; else exactly this many bytes at an address aligned to it
+    // The requester's completion as rxe fills it: byte_len is the request's length unless fixed
+    // here (nonzero), and IBV_WC_WITH_IMM is set for a request with immediate data.
+    uint32_t wc_len;
+    bool wc_imm;
 };
 
 // Indexed by Op; only requests (is_request) have an entry that means anything.
 inline constexpr OpInfo kOpTable[] = {
-    {"invalid", false, false, false, 0, IBV_WC_RDMA_WRITE, 0},
-    {"write", true, false, true, RPMA_MR_USAGE_WRITE_DST, IBV_WC_RDMA_WRITE, 0},
-    {"write_imm", true, true, true, RPMA_MR_USAGE_WRITE_DST, IBV_WC_RDMA_WRITE, 0},
-    {"read", false, false, false, RPMA_MR_USAGE_READ_SRC, IBV_WC_RDMA_READ, 0},
+    {"invalid", false, false, false, 0, IBV_WC_RDMA_WRITE, 0, 0, false},
+    {"write", true, false, true, RPMA_MR_USAGE_WRITE_DST, IBV_WC_RDMA_WRITE, 0, 0, false},
+    {"write_imm", true, true, true, RPMA_MR_USAGE_WRITE_DST, IBV_WC_RDMA_WRITE, 0, 0, true},
+    {"read", false, false, false, RPMA_MR_USAGE_READ_SRC, IBV_WC_RDMA_READ, 0, 0, false},
     {"atomic_write", false, false, true, RPMA_MR_USAGE_WRITE_DST, IBV_WC_RDMA_WRITE,
-     RPMA_ATOMIC_WRITE_ALIGNMENT},
-    // a flush completes as the read that implements it on RDMA
-    {"flush", false, false, false, RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY, IBV_WC_RDMA_READ, 0},
-    {"send", true, true, true, 0, IBV_WC_SEND, 0},
-    {"send_imm", true, true, true, 0, IBV_WC_SEND, 0},
+     RPMA_ATOMIC_WRITE_ALIGNMENT, RPMA_ATOMIC_WRITE_ALIGNMENT, false},
+    // a flush completes as the 8-byte read that implements it on RDMA (upstream librpma)
+    {"flush", false, false, false, RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY, IBV_WC_RDMA_READ, 0, 8,
+     false},
+    {"send", true, true, true, 0, IBV_WC_SEND, 0, 0, false},
+    {"send_imm", true, true, true, 0, IBV_WC_SEND, 0, 0, true},
 };
 static_assert(sizeof(kOpTable) / sizeof(kOpTable[0]) == static_cast<size_t>(Op::kSendImm) + 1);
 

@@ -167,7 +167,7 @@ void QueuePair::lost(const char *why) {
             // the NIC reports it
             Outstanding o = std::move(outstanding_.front());
             outstanding_.pop_front();
-            push_send_wc(o, IBV_WC_LOC_PROT_ERR, 0);
+            push_send_wc(o, IBV_WC_LOC_PROT_ERR);
         }
         flush_all_locked();
     }

@@ -297,13 +297,13 @@ class QueuePair : public prov::QueuePair,
     CompState read_data(CompCtx &c);
 
     // completions
-    void complete_front(ibv_wc_status st, uint32_t len);  // sq_mu_ held
-    void advance_locked();                                // sq_mu_ held: apply peer_acked_
-    bool source_faulted(uint64_t seq);                    // sq_mu_ held
-    Step apply_peer_ack(uint64_t ack);                    // responder, before a request
-    void resume_responder();                              // any thread: re-run a stalled request
-    void resume_now();                                    // engine thread
-    void push_send_wc(const Outstanding &o, ibv_wc_status st, uint32_t len);
+    void complete_front(ibv_wc_status st);  // sq_mu_ held
+    void advance_locked();                  // sq_mu_ held: apply peer_acked_
+    bool source_faulted(uint64_t seq);      // sq_mu_ held
+    Step apply_peer_ack(uint64_t ack);      // responder, before a request
+    void resume_responder();                // any thread: re-run a stalled request
+    void resume_now();                      // engine thread
+    void push_send_wc(const Outstanding &o, ibv_wc_status st);
     void push_recv_wc(const prov::RecvWr &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t len,
                       bool with_imm, uint32_t imm);
     void flush_all_locked();           // sq_mu_ held: the QP enters the error state

@@ -41,7 +41,7 @@ int QueuePair::post_send(prov::SendWr wr) {
     if (error_ || cm == Cm::kDone || cm == Cm::kClosing || disc) {
         // as verbs: a QP in the error state takes the request and flushes it
         push_send_wc(Outstanding{0, wr.wr_id, op, wr.signaled, nullptr, 0, nullptr},
-                     IBV_WC_WR_FLUSH_ERR, 0);
+                     IBV_WC_WR_FLUSH_ERR);
         return 0;
     }
     if (outstanding_.size() + unreclaimed_ >= cfg_.sq_size) {

@@ -270,11 +270,11 @@ void QueuePair::payload_done(Stream &s) {
             std::lock_guard lk(sq_mu_);
             if (error_ || outstanding_.empty()) break;
             if (failed) {
-                complete_front(IBV_WC_LOC_PROT_ERR, 0);  // its destination was deregistered
+                complete_front(IBV_WC_LOC_PROT_ERR);  // its destination was deregistered
                 flush_all_locked();
                 break;
             }
-            complete_front(IBV_WC_SUCCESS, len);
+            complete_front(IBV_WC_SUCCESS);
             advance_locked();  // what the peer acknowledged behind this read
             wake_ack_waiter_locked();
             break;

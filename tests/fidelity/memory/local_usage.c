@@ -1,31 +1,44 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * local_usage.c -- local regions are checked as a NIC checks lkeys.
+ * local_usage.c -- local regions are checked as a NIC checks lkeys: a local write (a read's
+ * destination, a receive buffer) needs a region of this peer registered with LOCAL_WRITE, which
+ * upstream librpma asks for READ_DST, WRITE_SRC, WRITE_DST and RECV; a local read (a write's or
+ * a send's source) needs only a region of this peer, whatever its usage.
  *
  * usage: local_usage PORT CASE
  *
- * One connection; the client uses a local region it must not use that way:
- *   read_no_read_dst    a read into a region registered WRITE_SRC only
- *   read_into_readonly  a read into read-only memory (mmap PROT_READ) registered
- *                       READ_SRC | SEND
- *   recv_no_recv_usage  a receive into a region registered SEND only; the server sends to it
- *   write_no_write_src  a write from a region registered READ_DST only
- *   send_no_send_usage  a send from a region registered RECV only
- *   read_other_peer     a read into a region registered on another rpma_peer of the process
- *   write_other_peer    a write from a region registered on another peer
- *   send_other_peer     a send from a region registered on another peer
- *   recv_other_peer     a receive into a region registered on another peer; the server sends
- *   valid               the control: write, read and send through proper regions all succeed
- * As on a NIC:
- *   - the post call returns 0; the operation completes IBV_WC_LOC_PROT_ERR (a receive when a
- *     message arrives for it, and then the sender's send completes IBV_WC_REM_OP_ERR);
+ * One connection; the client uses a local region in one way:
+ *   read_no_local_write  a read into a region registered READ_SRC | SEND | FLUSH_TYPE_VISIBILITY
+ *   read_into_readonly   a read into read-only memory (mmap PROT_READ) registered
+ *                        READ_SRC | SEND
+ *   recv_no_local_write  a receive into a region registered READ_SRC | SEND; the server sends
+ *   read_other_peer      a read into a region registered on another rpma_peer of the process
+ *   write_other_peer     a write from a region registered on another peer
+ *   send_other_peer      a send from a region registered on another peer
+ *   recv_other_peer      a receive into a region registered on another peer; the server sends
+ *   read_into_recv       a read into a region registered RECV
+ *   recv_into_write_dst  a receive into a region registered READ_SRC | WRITE_DST; the server
+ *                        sends (upstream's conn/rpma_send receives this way)
+ *   write_from_read_dst  a write from a region registered READ_DST
+ *   write_from_readonly  a write from read-only memory registered READ_SRC
+ *   send_from_recv       a send from a region registered RECV
+ *   send_from_write_src  a send from a region registered READ_DST | WRITE_SRC (as upstream's
+ *                        conn/rpma_send sends)
+ *   send_from_readonly   a send from read-only memory registered READ_SRC
+ *   valid                the control: write, read and send through proper regions all succeed
+ * The post call returns 0 in every case. Where a NIC refuses the region (the first seven):
+ *   - the operation completes IBV_WC_LOC_PROT_ERR (a receive when a message arrives for it, and
+ *     then the sender's send completes IBV_WC_REM_OP_ERR);
  *   - the local region and the server's memory are untouched, and no receive at the server
  *     completes SUCCESS; the process does not crash;
  *   - the queue pair is then in the error state: a later legal read and write complete
  *     IBV_WC_WR_FLUSH_ERR.
+ * Elsewhere the operation completes SUCCESS and moves its data, and the connection goes on: a
+ * legal write, read and send (unless the case's send took the server's one receive) succeed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -43,6 +56,7 @@
 #define WR_RECV 11
 #define WR_LATE_READ 12
 #define WR_LATE_WRITE 13
+#define WR_LATE_SEND 14
 #define WR_SRV_RECV 50
 #define WR_SRV_SEND 60
 
@@ -51,23 +65,34 @@ enum kind { K_READ, K_WRITE, K_SEND, K_RECV, K_VALID };
 struct ucase {
     const char *name;
     enum kind kind;
-    int usage;       /* the misused region's usage */
+    int usage;       /* the region's usage */
     bool readonly;   /* mapped PROT_READ */
     bool other_peer; /* registered on the second peer */
+    bool ok;         /* a NIC takes the region: the operation succeeds */
 };
 
+#define U(x) RPMA_MR_USAGE_##x
 static const struct ucase CASES[] = {
-    {"read_no_read_dst", K_READ, RPMA_MR_USAGE_WRITE_SRC, false, false},
-    {"read_into_readonly", K_READ, RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_SEND, true, false},
-    {"recv_no_recv_usage", K_RECV, RPMA_MR_USAGE_SEND, false, false},
-    {"write_no_write_src", K_WRITE, RPMA_MR_USAGE_READ_DST, false, false},
-    {"send_no_send_usage", K_SEND, RPMA_MR_USAGE_RECV, false, false},
-    {"read_other_peer", K_READ, RPMA_MR_USAGE_READ_DST, false, true},
-    {"write_other_peer", K_WRITE, RPMA_MR_USAGE_WRITE_SRC, false, true},
-    {"send_other_peer", K_SEND, RPMA_MR_USAGE_SEND, false, true},
-    {"recv_other_peer", K_RECV, RPMA_MR_USAGE_RECV, false, true},
-    {"valid", K_VALID, 0, false, false},
+    {"read_no_local_write", K_READ, U(READ_SRC) | U(SEND) | U(FLUSH_TYPE_VISIBILITY), false, false,
+     false},
+    {"read_into_readonly", K_READ, U(READ_SRC) | U(SEND), true, false, false},
+    {"recv_no_local_write", K_RECV, U(READ_SRC) | U(SEND), false, false, false},
+    {"read_other_peer", K_READ, U(READ_DST), false, true, false},
+    {"write_other_peer", K_WRITE, U(WRITE_SRC), false, true, false},
+    {"send_other_peer", K_SEND, U(SEND), false, true, false},
+    {"recv_other_peer", K_RECV, U(RECV), false, true, false},
+    {"read_into_recv", K_READ, U(RECV), false, false, true},
+    {"recv_into_write_dst", K_RECV, U(READ_SRC) | U(WRITE_DST), false, false, true},
+    {"write_from_read_dst", K_WRITE, U(READ_DST), false, false, true},
+    {"write_from_readonly", K_WRITE, U(READ_SRC), true, false, true},
+    {"send_from_recv", K_SEND, U(RECV), false, false, true},
+    {"send_from_write_src", K_SEND, U(READ_DST) | U(WRITE_SRC), false, false, true},
+    {"send_from_readonly", K_SEND, U(READ_SRC), true, false, true},
+    {"valid", K_VALID, 0, false, false, true},
 };
+#undef U
+
+#define WOFF (2 * MSG) /* where the case's write lands in the server's region */
 
 static const char *g_port;
 static const struct ucase *g_case;
@@ -118,14 +143,18 @@ static void server(int ctl, void *arg) {
     (void)rpma_conn_disconnect(conn);
     CHECK_OK(rpma_conn_delete(&conn));
 
-    /* the valid case writes its 64 bytes at 0 and sends them; nothing else may change */
-    bool valid = g_case->kind == K_VALID;
+    /*
+     * Where the connection goes on, the client writes its 64 bytes at 0 and sends them, and the
+     * case's write lands at WOFF, the case's send in the receive buffer; nothing else changes.
+     */
+    bool ok = g_case->ok;
     char *ref = it_alloc(RLEN);
     it_fill(ref, RLEN, SEED_S);
-    if (valid) it_fill(ref, MSG, SEED_W);
+    if (ok) it_fill(ref, MSG, SEED_W);
+    if (ok && g_case->kind == K_WRITE) it_fill(ref + WOFF, MSG, SEED_Y);
     bool rs_ok = memcmp(rs, ref, RLEN) == 0;
     it_fill(ref, RLEN, SEED_Z);
-    if (valid) it_fill(ref, MSG, SEED_W);
+    if (ok) it_fill(ref, MSG, g_case->kind == K_SEND ? SEED_Y : SEED_W);
     bool rb_ok = memcmp(rb, ref, RLEN) == 0;
     mt_say(ctl, "REPORT %d %d %d %d", send_st, recv_st, rs_ok, rb_ok);
     free(ref);
@@ -142,9 +171,13 @@ static void server(int ctl, void *arg) {
 
 static int g_failures;
 
-static void fail(const char *fmt, const char *what) {
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...) {
     printf("FAIL %s: ", g_case->name);
-    printf(fmt, what);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
     printf("\n");
     g_failures++;
 }
@@ -214,7 +247,7 @@ int main(int argc, char *argv[]) {
             break;
         case K_WRITE:
             post = "rpma_write";
-            ret = rpma_write(conn, remote, 0, mr_bad, 0, MSG, RPMA_F_COMPLETION_ALWAYS,
+            ret = rpma_write(conn, remote, WOFF, mr_bad, 0, MSG, RPMA_F_COMPLETION_ALWAYS,
                              (void *)WR_OP);
             break;
         case K_SEND:
@@ -230,30 +263,35 @@ int main(int argc, char *argv[]) {
     }
     if (ret != 0) {
         printf(
-            "FAIL %s: %s returned %d (%s); the post must succeed and the operation complete "
-            "with an error\n",
+            "FAIL %s: %s returned %d (%s); the post must succeed (a NIC checks the lkey when "
+            "it executes)\n",
             g_case->name, post, ret, rpma_err_2str(ret));
         g_failures++;
     } else if (g_case->kind != K_VALID) {
         st = one_completion(cq, g_case->kind == K_RECV ? WR_RECV : WR_OP, 10000);
         printf("%s: %s completed %s\n", g_case->name, post, st_name(st));
-        if (st != IBV_WC_LOC_PROT_ERR) fail("completion %s, expected LOC_PROT_ERR", st_name(st));
+        int want = g_case->ok ? IBV_WC_SUCCESS : IBV_WC_LOC_PROT_ERR;
+        if (st != want) fail("completion %s, expected %s", st_name(st), st_name(want));
     }
 
     int late_r = -1, late_w = -1;
-    if (g_case->kind == K_VALID) {
+    if (g_case->ok && ret == 0) {
         char *ref = it_alloc(RLEN);
         it_fill(ref, RLEN, SEED_S);
         CHECK_OK(rpma_write(conn, remote, 0, mr_good, 0, MSG, RPMA_F_COMPLETION_ALWAYS,
                             (void *)WR_LATE_WRITE));
         CHECK_OK(rpma_read(conn, mr_good, 2 * MSG, remote, MSG, MSG, RPMA_F_COMPLETION_ALWAYS,
                            (void *)WR_LATE_READ));
-        CHECK_OK(rpma_send(conn, mr_good, 0, MSG, RPMA_F_COMPLETION_ALWAYS, (void *)WR_OP));
+        /* the server posts one receive: a case's send took it */
+        bool send = g_case->kind != K_SEND;
+        if (send)
+            CHECK_OK(
+                rpma_send(conn, mr_good, 0, MSG, RPMA_F_COMPLETION_ALWAYS, (void *)WR_LATE_SEND));
         late_w = one_completion(cq, WR_LATE_WRITE, 10000);
         late_r = one_completion(cq, WR_LATE_READ, 10000);
-        st = one_completion(cq, WR_OP, 10000);
-        printf("valid: write %s, read %s, send %s\n", st_name(late_w), st_name(late_r),
-               st_name(st));
+        st = send ? one_completion(cq, WR_LATE_SEND, 10000) : IBV_WC_SUCCESS;
+        printf("%s: then write %s, read %s, send %s\n", g_case->name, st_name(late_w),
+               st_name(late_r), send ? st_name(st) : "-");
         if (late_w != IBV_WC_SUCCESS || late_r != IBV_WC_SUCCESS || st != IBV_WC_SUCCESS)
             fail("%s", "a legal operation failed");
         else if (memcmp(good + 2 * MSG, ref + MSG, MSG) != 0)
@@ -282,18 +320,26 @@ int main(int argc, char *argv[]) {
         IT_FAIL("bad report '%s'", rep);
     printf("%s: server: send %s, receive %s, region %s, receive buffer %s; connection %s\n",
            g_case->name, send_st == -2 ? "-" : st_name(send_st), st_name(recv_st),
-           rs_ok ? "as expected" : "CHANGED", rb_ok ? "as expected" : "CHANGED",
+           rs_ok ? "as expected" : "NOT as expected", rb_ok ? "as expected" : "NOT as expected",
            rpma_utils_conn_event_2str(ev));
-    if (g_case->kind == K_RECV && send_st != IBV_WC_REM_OP_ERR)
-        fail("the server's send completed %s, expected REM_OP_ERR", st_name(send_st));
-    if (g_case->kind == K_VALID && recv_st != IBV_WC_SUCCESS)
+    int want_send = g_case->ok ? IBV_WC_SUCCESS : IBV_WC_REM_OP_ERR;
+    if (g_case->kind == K_RECV && send_st != want_send)
+        fail("the server's send completed %s, expected %s", st_name(send_st), st_name(want_send));
+    if (g_case->ok && recv_st != IBV_WC_SUCCESS)
         fail("the server's receive completed %s, expected SUCCESS", st_name(recv_st));
-    if (g_case->kind != K_VALID && recv_st == IBV_WC_SUCCESS)
+    if (!g_case->ok && recv_st == IBV_WC_SUCCESS)
         fail("%s", "the server's receive completed SUCCESS");
-    if (!rs_ok) fail("%s", "the server's region changed");
-    if (!rb_ok) fail("%s", "the server's receive buffer changed");
-    if (bad && !mt_is_pattern(bad, (size_t)page, SEED_Y))
-        fail("%s", "the misused local region was written");
+    if (!rs_ok) fail("%s", "the server's region is not as expected");
+    if (!rb_ok) fail("%s", "the server's receive buffer is not as expected");
+    if (bad) {
+        /* only a read or receive that a NIC takes writes the region: its first MSG bytes */
+        char *want = it_alloc((size_t)page);
+        it_fill(want, (size_t)page, SEED_Y);
+        if (g_case->ok && g_case->kind == K_READ) it_fill(want, MSG, SEED_S);
+        if (g_case->ok && g_case->kind == K_RECV) it_fill(want, MSG, SEED_Q);
+        if (memcmp(bad, want, (size_t)page) != 0) fail("%s", "the local region is not as expected");
+        free(want);
+    }
 
     if (mr_bad) CHECK_OK(rpma_mr_dereg(&mr_bad));
     CHECK_OK(rpma_mr_dereg(&mr_good));

@@ -4,8 +4,10 @@
  * memory, a range with a hole, or read-only memory for a usage that ibv_reg_mr registers with
  * LOCAL_WRITE or REMOTE_WRITE in upstream librpma (READ_DST, WRITE_SRC, WRITE_DST, RECV) give
  * RPMA_E_PROVIDER, register nothing (the peer stays deletable) and say why in the log. Read-only
- * memory registers for READ_SRC, SEND and the flush usages;
- * adjacent mappings with the needed protection count as one range.
+ * memory registers for READ_SRC, SEND and the flush usages. Write-only memory (PROT_WRITE alone)
+ * registers for the usages that may be written into, as ibv_reg_mr pins it for writing (whether
+ * it registers for reading alone depends on the kernel, so that is not checked); adjacent
+ * mappings with the needed protection count as one range.
  *
  * One process: mr_reg ADDR (no listener, no port).
  */
@@ -82,14 +84,12 @@ int main(int argc, char *argv[]) {
     CHECK_OK(rpma_log_set_function(capture));
     struct rpma_peer *peer = it_peer_new(argv[1], true);
 
-    const int writing[] = {RPMA_MR_USAGE_READ_DST, RPMA_MR_USAGE_WRITE_SRC,
-                           RPMA_MR_USAGE_WRITE_DST, RPMA_MR_USAGE_RECV,
-                           RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_DST};
-    const int reading[] = {RPMA_MR_USAGE_READ_SRC, RPMA_MR_USAGE_SEND,
-                           RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY,
-                           RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_SEND |
-                               RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
-                               RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT};
+    const int writing[] = {RPMA_MR_USAGE_READ_DST, RPMA_MR_USAGE_WRITE_SRC, RPMA_MR_USAGE_WRITE_DST,
+                           RPMA_MR_USAGE_RECV, RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_DST};
+    const int reading[] = {
+        RPMA_MR_USAGE_READ_SRC, RPMA_MR_USAGE_SEND, RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY,
+        RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
+            RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT};
     const int all = RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC |
                     RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV |
                     RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY | RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT;
@@ -127,6 +127,12 @@ int main(int argc, char *argv[]) {
     for (size_t k = 0; k < sizeof(reading) / sizeof(reading[0]); k++)
         expect_ok(peer, ro, 2 * page, reading[k], "read-only, only read");
 
+    /* write-only memory */
+    char *wo = map(2, PROT_WRITE);
+    for (size_t k = 0; k < sizeof(writing) / sizeof(writing[0]); k++)
+        expect_ok(peer, wo, 2 * page, writing[k], "write-only, written into");
+    expect_ok(peer, wo, 2 * page, all, "write-only, every usage");
+
     /* adjacent mappings merge: rw | rw (a separate mapping) | ro */
     char *adj = map(3, PROT_READ | PROT_WRITE);
     CHECK(mmap(adj + page, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1,
@@ -150,6 +156,7 @@ int main(int argc, char *argv[]) {
     munmap(holed + 2 * page, page);
     munmap(tail, page);
     munmap(ro, 2 * page);
+    munmap(wo, 2 * page);
     munmap(adj, 3 * page);
     CHECK_OK(rpma_log_set_function(RPMA_LOG_USE_DEFAULT_FUNCTION));
     printf("mr_reg: all checks passed\n");
