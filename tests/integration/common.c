@@ -34,6 +34,11 @@ const char *it_test_addr(void) {
     return addr && *addr ? addr : "127.0.0.1";
 }
 
+bool it_reference(void) {
+    const char *s = getenv("RPMA_TEST_REFERENCE");
+    return s && strcmp(s, "1") == 0;
+}
+
 static void usage(const char *prog) {
     fprintf(stderr, "usage: %s server|client ADDR PORT [args]\n", prog);
     exit(2);

@@ -20,6 +20,9 @@
 int it_time_scale(void);
 /* RPMA_TEST_ADDR (default 127.0.0.1): the address a program that picks its own uses */
 const char *it_test_addr(void);
+/* RPMA_TEST_REFERENCE=1: the program runs against the reference librpma (tests/guest), so where
+ * rpma deliberately differs from it (docs/testing.md) the test expects the reference's answer */
+bool it_reference(void);
 
 /* a backstop for every program: no scenario may run longer */
 #define IT_ALARM_S (55 * it_time_scale())
