@@ -10,7 +10,8 @@
  * The server is shaped like fio's librpma_gpspm_server: a fixed array of QD pending receive
  * completions, filled by rpma_cq_get_wc(cq, QD, ...) polling (MODE "wait": rpma_cq_wait when the
  * CQ is empty; MODE "poll": busy polling), each request answered with a signaled send while fewer
- * than QD answer sends are outstanding. On RDMA the client's NIC acknowledges an answer on
+ * than QD answer sends are outstanding. rpma's own guarantee, beyond RDMA's (soft-RoCE breaks it:
+ * the reference run exempts this test, docs/testing.md): the client's NIC acknowledges an answer on
  * arrival, before the client can react to it, so the server always gets the SEND completion of an
  * answer before the RECV of any request sent in reaction to it: requests received and not yet
  * answered plus answers sent and not yet completed never exceed QD. A RECV that would exceed it

@@ -2,7 +2,8 @@
 /*
  * shared_channel_order.c -- causal completion order seen through a shared completion channel.
  *
- * On RDMA the responder's NIC acknowledges a message when it arrives, before the responder's
+ * rpma's own guarantee, beyond RDMA's (soft-RoCE breaks it: the reference run exempts this test,
+ * docs/testing.md). The idea: the responder's NIC acknowledges a message when it arrives, before the responder's
  * application sees it. So when the server answers the client's message, the client always gets
  * the completion of its own send before the receive of the answer, and the server gets the
  * completion of its answer's send before the receive of the client's next message.
