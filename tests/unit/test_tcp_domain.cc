@@ -1,10 +1,15 @@
 // The tcp provider through the provider interface (prov::Device, prov::Domain, prov::Listener):
-// limits, memory registration, CQs, channels and SRQs, listening, and a connection request that
-// is rejected or accepted. Real sockets on 127.0.0.1, ports 25700-25799; every wait is bounded.
+// limits, memory registration, CQs, channels and SRQs, listening (with the shared-memory offer
+// socket beside it), and a connection request that is rejected or accepted. Real sockets on
+// 127.0.0.1, ports 25700-25799; every wait is bounded.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <librpma.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <chrono>
 #include <cstring>
@@ -16,9 +21,12 @@
 
 #include "common/fd_queue.h"
 #include "provider/provider.h"
+#include "provider/shm/link.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/region.h"
 #include "provider/tcp/domain.h"
+#include "provider/tcp/listener.h"
+#include "socket_spy.h"
 
 using namespace rpma;
 
@@ -41,6 +49,18 @@ void NonBlocking(int fd) {
 std::string Str(const std::vector<uint8_t> &v) {
     return std::string(v.begin(), v.end());
 }
+
+// RPMA_PROVIDER for one test (it is read at each listen and connection); unset: auto.
+class ProviderEnv {
+  public:
+    explicit ProviderEnv(const char *value) {
+        if (value)
+            ::setenv("RPMA_PROVIDER", value, 1);
+        else
+            ::unsetenv("RPMA_PROVIDER");
+    }
+    ~ProviderEnv() { ::unsetenv("RPMA_PROVIDER"); }
+};
 
 class TcpDomainTest : public ::testing::Test {
   protected:
@@ -82,6 +102,10 @@ class TcpDomainTest : public ::testing::Test {
     // Listens on port, connects c to it with private data "hello", and takes the request.
     void Request(const char *port, Side &c, std::unique_ptr<prov::IncomingRequest> *req) {
         ASSERT_EQ(dom_->listen("127.0.0.1", port, &l_), 0);
+        ASSERT_NO_FATAL_FAILURE(RequestTo(port, c, req));
+    }
+    // The same on a listener l_ that listens already.
+    void RequestTo(const char *port, Side &c, std::unique_ptr<prov::IncomingRequest> *req) {
         ASSERT_NO_FATAL_FAILURE(NonBlocking(l_->fd()));
         ASSERT_NO_FATAL_FAILURE(MakeSide(c));
         ASSERT_EQ(dom_->create_qp("127.0.0.1", port, c.attr(), &c.qp), 0);
@@ -224,6 +248,58 @@ TEST_F(TcpDomainTest, RequestAcceptedThenClosed) {
     s.qp->close();
 }
 
+// ---- the listener and its shared-memory offer socket ----
+
+// Whether a client can connect to the offer socket of a listener on `port` now.
+bool OfferSocketListens(uint16_t port) {
+    Fd s(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::string name = shm::socket_name(port);
+    std::memcpy(a.sun_path, name.data(), name.size());
+    auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+    return s.valid() && ::connect(s.get(), reinterpret_cast<sockaddr *>(&a), len) == 0;
+}
+
+// What listen() saw as the tcp socket of a listener started to listen.
+struct AtTcpListen {
+    int calls = 0;
+    bool offer_socket = false;
+};
+AtTcpListen at_tcp_listen;
+
+void LookForTheOfferSocket(int fd) {
+    sockaddr_storage a{};
+    socklen_t len = sizeof(a);
+    if (::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0 || a.ss_family != AF_INET)
+        return;  // the offer socket itself
+    ++at_tcp_listen.calls;
+    at_tcp_listen.offer_socket =
+        OfferSocketListens(ntohs(reinterpret_cast<sockaddr_in *>(&a)->sin_port));
+}
+
+// Once the tcp socket listens, a client may connect, and a client on this host offers shared
+// memory first: the offer socket must be there already, or that client stays on tcp (with
+// RPMA_PROVIDER=shm, fails). Checked at the moment the tcp socket starts to listen.
+TEST_F(TcpDomainTest, TheOfferSocketListensBeforeTheTcpSocket) {
+    ProviderEnv shm("shm");
+    at_tcp_listen = {};
+    test::before_listen = LookForTheOfferSocket;
+    int rc = dom_->listen("127.0.0.1", "25730", &l_);
+    test::before_listen = nullptr;
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(at_tcp_listen.calls, 1);
+    EXPECT_TRUE(at_tcp_listen.offer_socket)
+        << "the tcp socket listened before the shared-memory offer socket did";
+    // and a client that connects at once moves onto shared memory
+    Side c;
+    std::unique_ptr<prov::IncomingRequest> req;
+    ASSERT_NO_FATAL_FAILURE(RequestTo("25730", c, &req));
+    EXPECT_NE(static_cast<tcp::Incoming *>(req.get())->conn.shm, nullptr);
+    req.reset();
+    c.qp->close();
+}
+
 // A thread waiting on (or polling) its CQ serves the peer's requests itself: a message
 // arrives while the engine thread is kept busy, and the waiter still gets its receive.
 class TcpWaiterServesTest : public TcpDomainTest, public ::testing::WithParamInterface<bool> {
@@ -287,9 +363,8 @@ class TcpWaiterServesTest : public TcpDomainTest, public ::testing::WithParamInt
     }
 
     // Sockets are lent only on tcp: a loopback connection would move onto shm.
-    struct OnTcp {
-        OnTcp() { ::setenv("RPMA_PROVIDER", "tcp", 1); }
-        ~OnTcp() { ::unsetenv("RPMA_PROVIDER"); }
+    struct OnTcp : ProviderEnv {
+        OnTcp() : ProviderEnv("tcp") {}
     };
     // The engine thread's voluntary context switches so far: one per sleep it woke from.
     long EngineSleeps() {

@@ -18,6 +18,19 @@ constexpr size_t kMaxPending = 4096;  // bounds what half-open peers can make us
 constexpr Clock::duration kMinBackoff = std::chrono::milliseconds(10);
 constexpr Clock::duration kMaxBackoff = std::chrono::seconds(1);
 
+// The shared-memory offer socket for the tcp socket `fd`, bound (not yet listening); nullptr
+// where offers are not taken.
+std::shared_ptr<shm::OfferDesk> open_desk(Engine *engine, int fd) {
+    if (prov::provider_choice() == prov::Choice::kTcp) return nullptr;
+    sockaddr_storage bound{};
+    socklen_t blen = sizeof(bound);
+    if (::getsockname(fd, reinterpret_cast<sockaddr *>(&bound), &blen) != 0) return nullptr;
+    uint16_t port =
+        ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
+                                          : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
+    return shm::OfferDesk::open(engine, port);
+}
+
 // Out of a resource that frees up on its own: back off, as retrying at once spins.
 bool exhausted(int err) noexcept {
     return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
@@ -39,7 +52,7 @@ int Listener::create(Engine *engine, const char *addr, const char *port,
     std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
     std::shared_ptr<Listener> l(new Listener(engine));
     int err = 0;
-    for (addrinfo *ai = res; ai; ai = ai->ai_next) {
+    for (addrinfo *ai = res; ai && l->requests_.valid(); ai = ai->ai_next) {
         Fd fd(::socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
         if (!fd.valid()) {
             err = errno;
@@ -47,28 +60,31 @@ int Listener::create(Engine *engine, const char *addr, const char *port,
         }
         int one = 1;
         ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 ||
-            ::listen(fd.get(), SOMAXCONN) != 0) {
+        if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
             err = errno;
             continue;
         }
+        // The offer socket before listen(): a client on this host may connect the moment the
+        // tcp socket listens, and it offers shared memory before it says Hello.
+        auto desk = open_desk(engine, fd.get());
+        if (::listen(fd.get(), SOMAXCONN) != 0) {
+            err = errno;
+            if (desk) engine->run_sync([&] { desk->close(); });
+            continue;
+        }
         l->lfd_ = std::move(fd);
+        l->desk_ = std::move(desk);
         break;
     }
-    if (!l->lfd_.valid() || !l->requests_.valid()) {
+    if (!l->lfd_.valid()) {
         RPMA_LOG_ERROR("cannot listen on %s:%s: %s", addr, port, strerror(err));
         return RPMA_E_PROVIDER;
     }
+    // desk_ is set before the first event: the engine thread reads it from then on
     l->lkey_ = engine->add(l->lfd_.get(), EPOLLIN, l);
-    if (!l->lkey_) return RPMA_E_PROVIDER;
-    sockaddr_storage bound{};
-    socklen_t blen = sizeof(bound);
-    if (prov::provider_choice() != prov::Choice::kTcp &&
-        ::getsockname(l->lfd_.get(), reinterpret_cast<sockaddr *>(&bound), &blen) == 0) {
-        uint16_t port =
-            ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
-                                              : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
-        l->desk_ = shm::OfferDesk::open(engine, port);
+    if (!l->lkey_) {
+        if (l->desk_) engine->run_sync([&] { l->desk_->close(); });
+        return RPMA_E_PROVIDER;
     }
     *out = std::move(l);
     return 0;
