@@ -19,8 +19,9 @@ class AcceptBackoff {
     // what: what the socket accepts, for the log ("connections", "shared-memory offers").
     AcceptBackoff(Engine *engine, const char *what) noexcept : engine_(engine), what_(what) {}
 
-    // The listening socket, registered in the engine under key for `owner`, whose on_timer
-    // must call ours. Until then, and after stop(), nothing is paused or resumed.
+    // The listening socket and the key it is registered under for `owner` (whose on_timer must
+    // call ours): set before the registration (Engine::reserve_key), so the first event finds
+    // it. Until then, and after stop(), nothing is paused or resumed.
     void watch(int fd, uint64_t key, std::weak_ptr<Handler> owner) noexcept;
     void stop() noexcept { key_ = 0; }
 
