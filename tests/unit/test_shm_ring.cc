@@ -358,38 +358,45 @@ TEST_F(ShmRingTest, AwaitInputSaysWhetherInputCameWithinTheLimit) {
     EXPECT_TRUE(server_->arm());
 }
 
+// A poller that keeps up takes each message within the writer's grace, so the writer never
+// rings. Whether a poller makes the 2 us depends on the scheduler, not on this logic (the
+// benchmarks measure that): here the grace is long and the two threads take turns by handshake,
+// so the count is exact however loaded the machine is.
 TEST_F(ShmRingTest, APollerThatKeepsUpCostsTheWriterNoDoorbell) {
     settle();
-    constexpr int kMsgs = 200, kRounds = 5;
+    client_->late_bell_grace(std::chrono::seconds(30));
+    constexpr int kMsgs = 200;
+    std::atomic<int> watching{0};  // the message the poller watches the empty ring for
     std::atomic<uint64_t> taken{0};
     std::atomic<bool> stop{false};
     std::thread poller([&] {
         uint64_t rpos = 0;
-        while (!stop.load()) {
-            server_->reader(rc::ByteStream::Reader::kPoller);
-            size_t n = read_pattern(*server_, &rpos);
-            if (n == 0) server_->yielded();
-            server_->reader(rc::ByteStream::Reader::kWaiter);
+        server_->reader(rc::ByteStream::Reader::kPoller);
+        for (int i = 1; i <= kMsgs && !stop.load(); ++i) {
+            // it finds the ring empty and leaves, as a spinning rpma_cq_get_wc does: a late
+            // doorbell is all it asks for
+            EXPECT_EQ(read_pattern(*server_, &rpos), 0u);
+            server_->yielded();
+            watching.store(i);
+            while (read_pattern(*server_, &rpos) == 0 && !stop.load()) {
+            }
             taken.store(rpos);
         }
+        server_->reader(rc::ByteStream::Reader::kWaiter);
     });
-    // The poller found the ring empty before each message (the writer waits for it), so a
-    // doorbell on demand would ring for each; one that waits for the reader's index to move
-    // rings only where the poller was descheduled past the grace. A loaded machine (ctest -j)
-    // may deschedule it often: the best of a few rounds counts.
-    uint64_t wpos = 0, best = kMsgs;
-    for (int round = 0; round < kRounds && best >= kMsgs / 2; ++round) {
-        uint64_t rung = 0;
-        for (int i = 0; i < kMsgs; ++i) {
-            ASSERT_EQ(write_pattern(*client_, &wpos, 8), 8);
-            while (taken.load() != wpos) std::this_thread::yield();
-            rung += rings(smain_.get());
-        }
-        best = std::min(best, rung);
+    uint64_t wpos = 0, rung = 0;
+    for (int i = 1; i <= kMsgs; ++i) {
+        while (watching.load() != i) std::this_thread::yield();
+        ssize_t w = write_pattern(*client_, &wpos, 8);
+        EXPECT_EQ(w, 8);
+        if (w != 8) break;
+        while (taken.load() != wpos) std::this_thread::yield();
+        rung += rings(smain_.get());
     }
     stop = true;
     poller.join();
-    EXPECT_LT(best, static_cast<uint64_t>(kMsgs / 2));
+    EXPECT_EQ(wpos, 8u * kMsgs);
+    EXPECT_EQ(rung, 0u);
 }
 
 // ---- hostile indices ----

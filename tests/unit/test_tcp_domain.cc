@@ -1,24 +1,38 @@
 // The tcp provider through the provider interface (prov::Device, prov::Domain, prov::Listener):
-// limits, memory registration, CQs, channels and SRQs, listening, and a connection request that
-// is rejected or accepted. Real sockets on 127.0.0.1, ports 25700-25799; every wait is bounded.
+// limits, memory registration, CQs, channels and SRQs, listening (with the shared-memory offer
+// socket beside it, and out of descriptors), and a connection request that is rejected or
+// accepted. Real sockets on 127.0.0.1, ports 25700-25799; every wait is bounded.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <librpma.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/fd_queue.h"
 #include "provider/provider.h"
+#include "provider/shm/link.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/region.h"
 #include "provider/tcp/domain.h"
+#include "provider/tcp/listener.h"
+#include "socket_spy.h"
 
 using namespace rpma;
 
@@ -48,6 +62,18 @@ std::string Delivered(const std::string &sent, size_t size) {
     s.resize(size, '\0');
     return s;
 }
+
+// RPMA_PROVIDER for one test (it is read at each listen and connection); unset: auto.
+class ProviderEnv {
+  public:
+    explicit ProviderEnv(const char *value) {
+        if (value)
+            ::setenv("RPMA_PROVIDER", value, 1);
+        else
+            ::unsetenv("RPMA_PROVIDER");
+    }
+    ~ProviderEnv() { ::unsetenv("RPMA_PROVIDER"); }
+};
 
 class TcpDomainTest : public ::testing::Test {
   protected:
@@ -89,6 +115,10 @@ class TcpDomainTest : public ::testing::Test {
     // Listens on port, connects c to it with private data "hello", and takes the request.
     void Request(const char *port, Side &c, std::unique_ptr<prov::IncomingRequest> *req) {
         ASSERT_EQ(dom_->listen("127.0.0.1", port, &l_), 0);
+        ASSERT_NO_FATAL_FAILURE(RequestTo(port, c, req));
+    }
+    // The same on a listener l_ that listens already.
+    void RequestTo(const char *port, Side &c, std::unique_ptr<prov::IncomingRequest> *req) {
         ASSERT_NO_FATAL_FAILURE(NonBlocking(l_->fd()));
         ASSERT_NO_FATAL_FAILURE(MakeSide(c));
         ASSERT_EQ(dom_->create_qp("127.0.0.1", port, c.attr(), &c.qp), 0);
@@ -231,6 +261,154 @@ TEST_F(TcpDomainTest, RequestAcceptedThenClosed) {
     s.qp->close();
 }
 
+// ---- the listener and its shared-memory offer socket ----
+
+// Whether a client can connect to the offer socket of a listener on `port` now.
+bool OfferSocketListens(uint16_t port) {
+    Fd s(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::string name = shm::socket_name(port);
+    std::memcpy(a.sun_path, name.data(), name.size());
+    auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+    return s.valid() && ::connect(s.get(), reinterpret_cast<sockaddr *>(&a), len) == 0;
+}
+
+// What listen() saw as the tcp socket of a listener started to listen.
+struct AtTcpListen {
+    int calls = 0;
+    bool offer_socket = false;
+};
+AtTcpListen at_tcp_listen;
+
+void LookForTheOfferSocket(int fd) {
+    sockaddr_storage a{};
+    socklen_t len = sizeof(a);
+    if (::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0 || a.ss_family != AF_INET)
+        return;  // the offer socket itself
+    ++at_tcp_listen.calls;
+    at_tcp_listen.offer_socket =
+        OfferSocketListens(ntohs(reinterpret_cast<sockaddr_in *>(&a)->sin_port));
+}
+
+// Once the tcp socket listens, a client may connect, and a client on this host offers shared
+// memory first: the offer socket must be there already, or that client stays on tcp (with
+// RPMA_PROVIDER=shm, fails). Checked at the moment the tcp socket starts to listen.
+TEST_F(TcpDomainTest, TheOfferSocketListensBeforeTheTcpSocket) {
+    ProviderEnv shm("shm");
+    at_tcp_listen = {};
+    test::before_listen = LookForTheOfferSocket;
+    int rc = dom_->listen("127.0.0.1", "25730", &l_);
+    test::before_listen = nullptr;
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(at_tcp_listen.calls, 1);
+    EXPECT_TRUE(at_tcp_listen.offer_socket)
+        << "the tcp socket listened before the shared-memory offer socket did";
+    // and a client that connects at once moves onto shared memory
+    Side c;
+    std::unique_ptr<prov::IncomingRequest> req;
+    ASSERT_NO_FATAL_FAILURE(RequestTo("25730", c, &req));
+    EXPECT_NE(static_cast<tcp::Incoming *>(req.get())->conn.shm, nullptr);
+    req.reset();
+    c.qp->close();
+}
+
+// Lowers RLIMIT_NOFILE to a little above the highest descriptor open and takes every number
+// left below it, so the next descriptor anyone asks for fails with EMFILE; gives all back when
+// destroyed.
+class NoDescriptorsLeft {
+  public:
+    NoDescriptorsLeft() {
+        Fd src(::eventfd(0, EFD_CLOEXEC));
+        if (!src.valid() || ::getrlimit(RLIMIT_NOFILE, &saved_) != 0) return;
+        int highest = 0;
+        for (const auto &e : std::filesystem::directory_iterator("/proc/self/fd"))
+            highest = std::max(highest, std::atoi(e.path().filename().c_str()));
+        rlimit low = saved_;
+        low.rlim_cur = static_cast<rlim_t>(highest + 16);
+        if (low.rlim_cur > saved_.rlim_cur || ::setrlimit(RLIMIT_NOFILE, &low) != 0) return;
+        lowered_ = true;
+        held_.reserve(64);
+        for (int fd; (fd = ::fcntl(src.get(), F_DUPFD_CLOEXEC, 0)) >= 0;) held_.emplace_back(fd);
+        ok_ = errno == EMFILE;
+    }
+    ~NoDescriptorsLeft() {
+        held_.clear();
+        if (lowered_) ::setrlimit(RLIMIT_NOFILE, &saved_);
+    }
+    bool ok() const noexcept { return ok_; }
+
+  private:
+    rlimit saved_{};
+    bool lowered_ = false, ok_ = false;
+    std::vector<Fd> held_;
+};
+
+// A listener whose accept fails for lack of descriptors must not spin (its socket stays readable
+// while connections wait in the backlog): it stops polling and tries again after a back-off, 10
+// ms doubling to 1 s, so at most 7 tries in the first 1.27 s and one a second after that, however
+// loaded the machine. Once descriptors are back it serves a client by itself. For the tcp socket
+// (false) and the shared-memory offer socket (true) alike.
+class ListenerOutOfDescriptorsTest : public TcpDomainTest,
+                                     public ::testing::WithParamInterface<bool> {};
+
+TEST_P(ListenerOutOfDescriptorsTest, BacksOffAndServesAClientOnceDescriptorsAreBack) {
+    const bool offers = GetParam();
+    const uint16_t port = offers ? 25731 : 25732;
+    const std::string port_str = std::to_string(port);
+    ProviderEnv shm("shm");
+    ASSERT_EQ(dom_->listen("127.0.0.1", port_str.c_str(), &l_), 0);
+    // connections that wait in the backlog: raw ones, made while there are descriptors
+    std::vector<Fd> raw;
+    sockaddr_in in{};
+    in.sin_family = AF_INET;
+    in.sin_port = htons(port);
+    in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sockaddr_un un{};
+    un.sun_family = AF_UNIX;
+    std::string name = shm::socket_name(port);
+    std::memcpy(un.sun_path, name.data(), name.size());
+    const sockaddr *to =
+        offers ? reinterpret_cast<sockaddr *>(&un) : reinterpret_cast<sockaddr *>(&in);
+    auto to_len =
+        static_cast<socklen_t>(offers ? offsetof(sockaddr_un, sun_path) + name.size() : sizeof(in));
+    for (int i = 0; i < 4; ++i) {
+        raw.emplace_back(::socket(offers ? AF_UNIX : AF_INET,
+                                  (offers ? SOCK_SEQPACKET : SOCK_STREAM) | SOCK_CLOEXEC, 0));
+        ASSERT_TRUE(raw.back().valid());
+    }
+    long tries = 0;
+    double secs = 0;
+    {
+        NoDescriptorsLeft none;
+        ASSERT_TRUE(none.ok());
+        test::emfile_accepts = 0;
+        test::count_emfile = true;
+        for (Fd &s : raw) ASSERT_EQ(::connect(s.get(), to, to_len), 0);
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (test::emfile_accepts.load() == 0 && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        ASSERT_GT(test::emfile_accepts.load(), 0) << "accept never ran out of descriptors";
+        long before = test::emfile_accepts.load();
+        auto t0 = std::chrono::steady_clock::now();
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        tries = test::emfile_accepts.load() - before;
+        secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    test::count_emfile = false;
+    EXPECT_LE(tries, 7 + static_cast<long>(secs))
+        << "the listener tried to accept " << tries << " times in " << secs << " s";
+    // descriptors are back: a client is served without anyone's help, on shared memory
+    Side c;
+    std::unique_ptr<prov::IncomingRequest> req;
+    ASSERT_NO_FATAL_FAILURE(RequestTo(port_str.c_str(), c, &req));
+    EXPECT_NE(static_cast<tcp::Incoming *>(req.get())->conn.shm, nullptr);
+    req.reset();
+    c.qp->close();
+}
+
+INSTANTIATE_TEST_SUITE_P(TcpOrOffers, ListenerOutOfDescriptorsTest, ::testing::Bool());
+
 // A thread waiting on (or polling) its CQ serves the peer's requests itself: a message
 // arrives while the engine thread is kept busy, and the waiter still gets its receive.
 class TcpWaiterServesTest : public TcpDomainTest, public ::testing::WithParamInterface<bool> {
@@ -294,9 +472,8 @@ class TcpWaiterServesTest : public TcpDomainTest, public ::testing::WithParamInt
     }
 
     // Sockets are lent only on tcp: a loopback connection would move onto shm.
-    struct OnTcp {
-        OnTcp() { ::setenv("RPMA_PROVIDER", "tcp", 1); }
-        ~OnTcp() { ::unsetenv("RPMA_PROVIDER"); }
+    struct OnTcp : ProviderEnv {
+        OnTcp() : ProviderEnv("tcp") {}
     };
     // The engine thread's voluntary context switches so far: one per sleep it woke from.
     long EngineSleeps() {

@@ -29,8 +29,9 @@ std::shared_ptr<OfferDesk> OfferDesk::open(Engine *engine, uint16_t port) {
                       static_cast<unsigned>(port));
         return nullptr;
     }
-    d->lkey_ = engine->add(d->lfd_.get(), EPOLLIN, d);
-    if (!d->lkey_) return nullptr;
+    d->lkey_ = engine->reserve_key();
+    d->backoff_.watch(d->lfd_.get(), d->lkey_, d);
+    if (!engine->add(d->lfd_.get(), EPOLLIN, d, d->lkey_)) return nullptr;
     return d;
 }
 
@@ -38,6 +39,7 @@ OfferDesk::~OfferDesk() = default;
 
 void OfferDesk::close() {
     if (lkey_) engine_->remove(std::exchange(lkey_, 0));
+    backoff_.stop();
     for (auto &[fd, c] : conns_) engine_->remove(c.key);
     conns_.clear();
     offers_.clear();
@@ -53,11 +55,8 @@ void OfferDesk::on_events(int fd, uint32_t) {
 
 void OfferDesk::accept_all() {
     for (;;) {
-        Fd s(::accept4(lfd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-        if (!s.valid()) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            return;  // EAGAIN, or out of descriptors: the client then stays on tcp
-        }
+        Fd s = backoff_.accept();
+        if (!s.valid()) return;  // none waits, or out of descriptors: paused (take() tries)
         if (conns_.size() + offers_.size() >= kMaxHeld) {
             RPMA_LOG_WARNING("too many shared-memory offers waiting; refusing one");
             continue;
@@ -118,6 +117,7 @@ std::shared_ptr<Link> OfferDesk::take(uint64_t token, std::string *why) {
 }
 
 void OfferDesk::on_timer() {
+    backoff_.on_timer();
     auto now = Clock::now();
     std::vector<int> late;
     for (auto &[fd, c] : conns_)

@@ -1,7 +1,8 @@
 // The server's side of the shared-memory offers (link.h): an abstract unix socket per listening
 // port that takes the clients' offers, holds each one (briefly, bounded) until the listener
 // pairs it with its tcp request by token. Only offers from processes of our user and PID
-// namespace are kept. Engine thread only, like the listener that owns it.
+// namespace are kept. Out of descriptors it backs off as the tcp listener does (AcceptBackoff).
+// Engine thread only, like the listener that owns it.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "common/fd.h"
 #include "provider/shm/link.h"
+#include "provider/soft/accept_backoff.h"
 #include "provider/soft/engine.h"
 
 namespace rpma::shm {
@@ -30,6 +32,7 @@ class OfferDesk final : public Handler, public std::enable_shared_from_this<Offe
 
     void on_events(int fd, uint32_t events) override;
     void on_timer() override;
+    void on_failure(const char *why) override { backoff_.pause(why); }
 
   private:
     struct Conn {
@@ -43,7 +46,7 @@ class OfferDesk final : public Handler, public std::enable_shared_from_this<Offe
         Clock::time_point deadline;
     };
 
-    explicit OfferDesk(Engine *e) noexcept : engine_(e) {}
+    explicit OfferDesk(Engine *e) noexcept : engine_(e), backoff_(e, "shared-memory offers") {}
     void accept_all();
     void read(int fd);
     void drop(int fd);
@@ -51,6 +54,7 @@ class OfferDesk final : public Handler, public std::enable_shared_from_this<Offe
     Engine *engine_;
     Fd lfd_;
     uint64_t lkey_ = 0;
+    AcceptBackoff backoff_;
     std::unordered_map<int, Conn> conns_;        // accepted, offer not read yet
     std::unordered_map<uint64_t, Held> offers_;  // by token
 };

@@ -63,7 +63,7 @@ void ShmStream::notify_peer() noexcept {
     if (want == kNoBell) return;
     if (want == kBellIfIdle) {
         uint64_t seen = c->tail.load(std::memory_order_acquire);
-        bool alive = spin_for(std::chrono::microseconds(2), [&] {
+        bool alive = spin_for(grace_, [&] {
             uint64_t t = c->tail.load(std::memory_order_acquire);
             return t != seen || t == head_;  // it reads
         });

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 
 #include "provider/rc/byte_stream.h"
@@ -51,6 +52,11 @@ class ShmStream final : public rc::ByteStream {
     // What the rings and the peer's doorbell belong to, kept alive as long as this stream.
     void keep(std::shared_ptr<const void> owner) noexcept { owner_ = std::move(owner); }
 
+    // How long a write waits for a polling reader's index to move before it rings after all
+    // (kBellIfIdle). Tests lengthen it so that their verdict does not depend on scheduling.
+    static constexpr std::chrono::nanoseconds kLateBellGrace = std::chrono::microseconds(2);
+    void late_bell_grace(std::chrono::nanoseconds g) noexcept { grace_ = g; }
+
   private:
     void ring_peer() noexcept;
     void notify_peer() noexcept;
@@ -76,6 +82,7 @@ class ShmStream final : public rc::ByteStream {
     std::atomic<bool> shut_rd_{false};
     bool shut_wr_ = false;
     Reader reader_ = Reader::kWaiter;  // under the rx lock, as the reads
+    std::chrono::nanoseconds grace_ = kLateBellGrace;
     std::shared_ptr<const void> owner_;
 };
 

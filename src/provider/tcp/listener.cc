@@ -15,12 +15,18 @@ namespace rpma::tcp {
 namespace {
 constexpr auto kHelloTimeout = std::chrono::seconds(5);
 constexpr size_t kMaxPending = 4096;  // bounds what half-open peers can make us hold
-constexpr Clock::duration kMinBackoff = std::chrono::milliseconds(10);
-constexpr Clock::duration kMaxBackoff = std::chrono::seconds(1);
 
-// Out of a resource that frees up on its own: back off, as retrying at once spins.
-bool exhausted(int err) noexcept {
-    return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+// The shared-memory offer socket for the tcp socket `fd`, bound (not yet listening); nullptr
+// where offers are not taken.
+std::shared_ptr<shm::OfferDesk> open_desk(Engine *engine, int fd) {
+    if (prov::provider_choice() == prov::Choice::kTcp) return nullptr;
+    sockaddr_storage bound{};
+    socklen_t blen = sizeof(bound);
+    if (::getsockname(fd, reinterpret_cast<sockaddr *>(&bound), &blen) != 0) return nullptr;
+    uint16_t port =
+        ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
+                                          : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
+    return shm::OfferDesk::open(engine, port);
 }
 }  // namespace
 
@@ -39,7 +45,7 @@ int Listener::create(Engine *engine, const char *addr, const char *port,
     std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
     std::shared_ptr<Listener> l(new Listener(engine));
     int err = 0;
-    for (addrinfo *ai = res; ai; ai = ai->ai_next) {
+    for (addrinfo *ai = res; ai && l->requests_.valid(); ai = ai->ai_next) {
         Fd fd(::socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
         if (!fd.valid()) {
             err = errno;
@@ -47,28 +53,32 @@ int Listener::create(Engine *engine, const char *addr, const char *port,
         }
         int one = 1;
         ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 ||
-            ::listen(fd.get(), SOMAXCONN) != 0) {
+        if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
             err = errno;
             continue;
         }
+        // The offer socket before listen(): a client on this host may connect the moment the
+        // tcp socket listens, and it offers shared memory before it says Hello.
+        auto desk = open_desk(engine, fd.get());
+        if (::listen(fd.get(), SOMAXCONN) != 0) {
+            err = errno;
+            if (desk) engine->run_sync([&] { desk->close(); });
+            continue;
+        }
         l->lfd_ = std::move(fd);
+        l->desk_ = std::move(desk);
         break;
     }
-    if (!l->lfd_.valid() || !l->requests_.valid()) {
+    if (!l->lfd_.valid()) {
         RPMA_LOG_ERROR("cannot listen on %s:%s: %s", addr, port, strerror(err));
         return RPMA_E_PROVIDER;
     }
-    l->lkey_ = engine->add(l->lfd_.get(), EPOLLIN, l);
-    if (!l->lkey_) return RPMA_E_PROVIDER;
-    sockaddr_storage bound{};
-    socklen_t blen = sizeof(bound);
-    if (prov::provider_choice() != prov::Choice::kTcp &&
-        ::getsockname(l->lfd_.get(), reinterpret_cast<sockaddr *>(&bound), &blen) == 0) {
-        uint16_t port =
-            ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
-                                              : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
-        l->desk_ = shm::OfferDesk::open(engine, port);
+    // all set before the first event: the engine thread reads desk_ and the back-off from then on
+    l->lkey_ = engine->reserve_key();
+    l->backoff_.watch(l->lfd_.get(), l->lkey_, l);
+    if (!engine->add(l->lfd_.get(), EPOLLIN, l, l->lkey_)) {
+        if (l->desk_) engine->run_sync([&] { l->desk_->close(); });
+        return RPMA_E_PROVIDER;
     }
     *out = std::move(l);
     return 0;
@@ -89,6 +99,7 @@ std::unique_ptr<prov::IncomingRequest> Listener::next() {
 void Listener::close() {
     engine_->run_sync([this] {
         if (lkey_) engine_->remove(std::exchange(lkey_, 0));
+        backoff_.stop();
         for (auto &[fd, p] : pending_) engine_->remove(p.key);
         pending_.clear();
         halves_.clear();
@@ -109,22 +120,8 @@ void Listener::on_events(int fd, uint32_t) {
 
 void Listener::accept_all() {
     for (;;) {
-        Fd s(::accept4(lfd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-        if (!s.valid()) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (exhausted(errno)) {
-                pause(strerror(errno));
-            } else if (errno != EAGAIN) {
-                RPMA_LOG_WARNING("accept: %m");
-            }
-            return;
-        }
-        if (failures_) {
-            RPMA_LOG_NOTICE("accepting connections again after %llu failed attempts",
-                            static_cast<unsigned long long>(failures_));
-            failures_ = unreported_ = 0;
-        }
-        backoff_ = Clock::duration::zero();
+        Fd s = backoff_.accept();
+        if (!s.valid()) return;
         if (pending_.size() + halves_.size() >= kMaxPending) {
             RPMA_LOG_WARNING("too many half-open connection requests; refusing one");
             continue;
@@ -137,38 +134,6 @@ void Listener::accept_all() {
         it->second.key = engine_->add(fd, EPOLLIN, shared_from_this());
         engine_->add_timer(it->second.deadline, weak_from_this());
     }
-}
-
-void Listener::pause(const char *why) {
-    if (paused_ || !lkey_) return;
-    auto now = Clock::now();
-    backoff_ =
-        backoff_ == Clock::duration::zero() ? kMinBackoff : std::min(2 * backoff_, kMaxBackoff);
-    ++failures_;
-    // at most one line a second, however often accept fails
-    if (last_report_ == Clock::time_point{} || now - last_report_ >= std::chrono::seconds(1)) {
-        long long ms = std::chrono::duration_cast<std::chrono::milliseconds>(backoff_).count();
-        if (unreported_)
-            RPMA_LOG_WARNING(
-                "cannot accept connections: %s; retrying in %lld ms (%llu more "
-                "failures since the last report)",
-                why, ms, static_cast<unsigned long long>(unreported_));
-        else
-            RPMA_LOG_WARNING("cannot accept connections: %s; retrying in %lld ms", why, ms);
-        last_report_ = now;
-        unreported_ = 0;
-    } else {
-        ++unreported_;
-    }
-    paused_ = true;
-    resume_at_ = now + backoff_;
-    engine_->modify(lfd_.get(), lkey_, 0);  // level-triggered: a pending request would spin
-    engine_->add_timer(resume_at_, weak_from_this());
-}
-
-void Listener::resume() {
-    paused_ = false;
-    if (lkey_) engine_->modify(lfd_.get(), lkey_, EPOLLIN);
 }
 
 void Listener::drop(int fd) {
@@ -248,8 +213,8 @@ void Listener::complete(uint64_t token, Half &half) {
 }
 
 void Listener::on_timer() {
+    backoff_.on_timer();
     auto now = Clock::now();
-    if (paused_ && resume_at_ <= now) resume();
     std::vector<int> late;
     for (auto &[fd, p] : pending_)
         if (p.deadline <= now) late.push_back(fd);

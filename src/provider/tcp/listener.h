@@ -1,8 +1,7 @@
 // The listening side of the tcp CM: accepts TCP connections, reads each one's Hello within a
 // deadline, pairs a connection's two streams by token, and queues complete requests for
 // rpma_ep_next_conn_req. Sockets that stay silent or speak nonsense are closed. When accept runs
-// out of descriptors or memory the listener stops polling its socket for a back-off period
-// (10 ms doubling to 1 s) instead of spinning; requests wait in the kernel's backlog meanwhile.
+// out of descriptors or memory the listener backs off instead of spinning (AcceptBackoff).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +13,7 @@
 #include "common/fd_queue.h"
 #include "provider/provider.h"
 #include "provider/shm/offer_desk.h"
+#include "provider/soft/accept_backoff.h"
 #include "provider/soft/engine.h"
 #include "provider/tcp/wire.h"
 
@@ -55,7 +55,7 @@ class Listener final : public prov::Listener,
 
     void on_events(int fd, uint32_t events) override;
     void on_timer() override;
-    void on_failure(const char *why) override { pause(why); }
+    void on_failure(const char *why) override { backoff_.pause(why); }
 
   private:
     struct Pending {
@@ -73,11 +73,8 @@ class Listener final : public prov::Listener,
         Clock::time_point deadline;
     };
 
-    explicit Listener(Engine *e) noexcept : engine_(e) {}
+    explicit Listener(Engine *e) noexcept : engine_(e), backoff_(e, "connections") {}
     void accept_all();
-    // Stops accepting for the back-off period; the timer resumes.
-    void pause(const char *why);
-    void resume();
     void read_hello(Pending &p);
     void complete(uint64_t token, Half &half);
     void drop(int fd);
@@ -90,12 +87,7 @@ class Listener final : public prov::Listener,
     // engine thread only
     std::unordered_map<int, Pending> pending_;
     std::unordered_map<uint64_t, Half> halves_;
-    bool paused_ = false;
-    Clock::duration backoff_{};  // the last pause; zero after a successful accept
-    Clock::time_point resume_at_;
-    Clock::time_point last_report_;
-    uint64_t unreported_ = 0;  // failures not logged yet (rate limit)
-    uint64_t failures_ = 0;    // since the last successful accept
+    AcceptBackoff backoff_;
 };
 
 }  // namespace rpma::tcp
