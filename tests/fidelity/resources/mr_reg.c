@@ -56,7 +56,8 @@ static void expect_refused(struct rpma_peer *peer, void *ptr, size_t size, int u
                 usage, ret, rpma_err_2str(ret));
     }
     CHECK(mr == (struct rpma_mr_local *)0x1);
-    if (errors_logged == logged || !strstr(last_log, why))
+    /* the reason in the log is rpma's own wording; the reference logs only the failed call */
+    if (errors_logged == logged || (!it_reference() && !strstr(last_log, why)))
         IT_FAIL("%s: no error log saying \"%s\" (last: \"%s\")", what, why, last_log);
     printf("refused %-40s usage 0x%03x: %s\n", what, usage, last_log);
 }
