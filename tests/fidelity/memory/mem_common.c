@@ -235,7 +235,10 @@ bool mt_tally_add(struct mt_tally *t, int k, enum ibv_wc_status st, const char *
         }
         return true;
     }
-    if (t->first_err < 0) t->first_err = k;
+    if (t->first_err < 0) {
+        t->first_err = k;
+        t->first_st = st;
+    }
     if (st == t->expected || st == t->alt) {
         t->errs++;
     } else if (st == IBV_WC_WR_FLUSH_ERR) {
@@ -247,6 +250,11 @@ bool mt_tally_add(struct mt_tally *t, int k, enum ibv_wc_status st, const char *
         t->failures++;
     }
     return false;
+}
+
+const char *mt_tally_err(const struct mt_tally *t) {
+    bool alt = t->first_err >= 0 && t->first_st == t->alt;
+    return mt_st(alt ? t->alt : t->expected);
 }
 
 int mt_tally_end(struct mt_tally *t, const char *round) {

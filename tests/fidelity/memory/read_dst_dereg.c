@@ -200,10 +200,10 @@ int main(int argc, char *argv[]) {
         }
         if (t.first_err >= 0) conclusive++;
         printf(
-            "round %d (%s): %d SUCCESS, %d LOC_PROT_ERR, %d WR_FLUSH_ERR, late read %s; "
+            "round %d (%s): %d SUCCESS, %d %s, %d WR_FLUSH_ERR, late read %s; "
             "dereg took %lld ms; connection %s\n  status %s\n",
-            round, held ? "held" : "racing", t.ok, t.errs, t.flushed, mt_st(late.status), dereg_ms,
-            rpma_utils_conn_event_2str(ev), t.line);
+            round, held ? "held" : "racing", t.ok, t.errs, mt_tally_err(&t), t.flushed,
+            mt_st(late.status), dereg_ms, rpma_utils_conn_event_2str(ev), t.line);
         failures += rf;
     }
     CHECK_OK(rpma_conn_cfg_delete(&cfg));

@@ -295,9 +295,9 @@ static int round_trip(int round, int ctl, int pid, bool *conclusive) {
     }
     *conclusive = t.first_err >= 0;
     printf(
-        "round %d%s: %d SUCCESS, %d LOC_PROT_ERR, %d WR_FLUSH_ERR, %d other; dereg took %lld "
+        "round %d%s: %d SUCCESS, %d %s, %d WR_FLUSH_ERR, %d other; dereg took %lld "
         "ms; connection ended %s%s\n  status %s\n  target %s\n",
-        round, held ? " (held)" : "", t.ok, t.errs, t.flushed, t.other, t_dereg,
+        round, held ? " (held)" : "", t.ok, t.errs, mt_tally_err(&t), t.flushed, t.other, t_dereg,
         rpma_utils_conn_event_2str(ev),
         t.first_err < 0 ? " (inconclusive: all sent before the dereg)" : "", t.line, placed);
     return failures;
