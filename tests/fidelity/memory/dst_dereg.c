@@ -15,7 +15,11 @@
  *   - every other write completes with an error: IBV_WC_REM_ACCESS_ERR (at most one), then
  *     IBV_WC_WR_FLUSH_ERR; no SUCCESS follows an error.
  * A round in which every write was placed before the dereg proves nothing ("inconclusive"); at
- * least half of the rounds must be conclusive.
+ * least half of the rounds must be conclusive. Odd rounds are held, so that they are conclusive
+ * on any transport (rxe executes a whole post at once): a send goes first, and the server
+ * deregisters at once and only then posts its receive. RC executes in order and a send waits for
+ * its receive (infinite RNR retry), so no write is placed before the dereg: the send completes
+ * SUCCESS and no write does.
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -29,6 +33,8 @@
 #define ROUNDS 10
 #define SEED_A 0xa1000
 #define SEED_Z 0xc1000 /* + round * 0x100 */
+#define WR_HOLD 999
+#define HLEN 8
 
 static const char *g_port;
 static const int g_trigger[ROUNDS] = {1, 3, 6, 0, 2, 5, 8, 4, 7, 1};
@@ -45,7 +51,10 @@ static void server(int ctl, void *arg) {
     char *target = it_alloc(LEN), *snap = it_alloc(LEN);
     struct rpma_ep *ep = NULL;
     CHECK_OK(rpma_ep_listen(peer, MT_ADDR, g_port, &ep));
-    struct rpma_conn_cfg *cfg = mt_cfg(NW);
+    struct rpma_conn_cfg *cfg = mt_cfg(NW + 1); /* the writes and a held round's send */
+    char *hbuf = it_alloc(HLEN);
+    struct rpma_mr_local *mr_h = NULL;
+    CHECK_OK(rpma_mr_reg(peer, hbuf, HLEN, RPMA_MR_USAGE_RECV, &mr_h));
     mt_say(ctl, "READY");
     char msg[MT_MSG];
     for (int round = 0; round < ROUNDS; round++) {
@@ -65,7 +74,8 @@ static void server(int ctl, void *arg) {
         it_fill(&zword, sizeof(zword), zseed + (uint64_t)t);
         const uint64_t *watch = (const uint64_t *)(target + (size_t)t * CHUNK);
         long long deadline = it_now_ms() + 10000;
-        while (peek(watch) == zword)
+        bool held = round % 2 == 1;
+        while (!held && peek(watch) == zword)
             if (it_now_ms() > deadline)
                 IT_FAIL("round %d: chunk %d never started to land", round, t);
         long long t0 = it_now_ms();
@@ -73,6 +83,7 @@ static void server(int ctl, void *arg) {
         memcpy(snap, target, LEN);
         long long took = it_now_ms() - t0; /* the dereg and the snapshot */
         mt_say(ctl, "DEREG %lld", took);
+        CHECK_OK(rpma_recv(conn, mr_h, 0, HLEN, NULL)); /* releases a held round */
 
         /* the application leaves the connection alone until the client has its completions */
         mt_expect(ctl, "DONE", msg, 30000);
@@ -95,9 +106,11 @@ static void server(int ctl, void *arg) {
     }
     CHECK_OK(rpma_conn_cfg_delete(&cfg));
     CHECK_OK(rpma_ep_shutdown(&ep));
+    CHECK_OK(rpma_mr_dereg(&mr_h));
     CHECK_OK(rpma_peer_delete(&peer));
     free(target);
     free(snap);
+    free(hbuf);
 }
 
 int main(int argc, char *argv[]) {
@@ -112,8 +125,8 @@ int main(int argc, char *argv[]) {
     char *src = it_alloc(LEN);
     for (int k = 0; k < NW; k++) it_fill(src + (size_t)k * CHUNK, CHUNK, SEED_A + k);
     struct rpma_mr_local *mr = NULL;
-    CHECK_OK(rpma_mr_reg(peer, src, LEN, RPMA_MR_USAGE_WRITE_SRC, &mr));
-    struct rpma_conn_cfg *cfg = mt_cfg(NW);
+    CHECK_OK(rpma_mr_reg(peer, src, LEN, RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_SEND, &mr));
+    struct rpma_conn_cfg *cfg = mt_cfg(NW + 1); /* the writes and a held round's send */
 
     int failures = 0, conclusive = 0;
     for (int round = 0; round < ROUNDS; round++) {
@@ -121,15 +134,21 @@ int main(int argc, char *argv[]) {
         struct rpma_mr_remote *remote = it_remote_mr(conn, 0);
         struct rpma_cq *cq = NULL;
         CHECK_OK(rpma_conn_get_cq(conn, &cq));
+        bool held = round % 2 == 1;
+        if (held) CHECK_OK(rpma_send(conn, mr, 0, HLEN, RPMA_F_COMPLETION_ALWAYS, (void *)WR_HOLD));
         for (int k = 0; k < NW; k++)
             CHECK_OK(rpma_write(conn, remote, (size_t)k * CHUNK, mr, (size_t)k * CHUNK, CHUNK,
                                 RPMA_F_COMPLETION_ALWAYS, (void *)(uintptr_t)k));
         mt_say(ctl, "POSTED");
-        int status[NW];
+        int status[NW], hold_st = -1;
         for (int k = 0; k < NW; k++) status[k] = -1;
-        for (int got = 0; got < NW; got++) {
+        for (int got = 0; got < NW + held; got++) {
             struct ibv_wc wc;
             mt_cq_get(cq, &wc, 15000, NULL);
+            if (held && wc.wr_id == WR_HOLD && hold_st == -1) {
+                hold_st = (int)wc.status;
+                continue;
+            }
             if (wc.wr_id >= NW || status[wc.wr_id] != -1)
                 IT_FAIL("round %d: unexpected completion wr_id %llu", round,
                         (unsigned long long)wc.wr_id);
@@ -159,6 +178,13 @@ int main(int argc, char *argv[]) {
         }
         snprintf(what, sizeof(what), "round %d", round);
         rf += mt_tally_end(&t, what);
+        if (held && (hold_st != IBV_WC_SUCCESS || t.ok > 0)) {
+            printf(
+                "FAIL round %d (held): the send completed %s and %d write(s) SUCCESS, expected "
+                "SUCCESS and none\n",
+                round, mt_st((enum ibv_wc_status)hold_st), t.ok);
+            rf++;
+        }
         if (changed >= 0) {
             printf(
                 "FAIL round %d: the server's memory changed after the dereg (offset %ld, "
@@ -168,10 +194,10 @@ int main(int argc, char *argv[]) {
         }
         if (t.first_err >= 0) conclusive++;
         printf(
-            "round %d (dereg at chunk %d, dereg+snapshot %lld ms): %d SUCCESS, %d REM_ACCESS_ERR, "
+            "round %d (%s %d, dereg+snapshot %lld ms): %d SUCCESS, %d REM_ACCESS_ERR, "
             "%d WR_FLUSH_ERR, connection %s%s\n  status %s\n  placed %s\n",
-            round, g_trigger[round], dereg_ms, t.ok, t.errs, t.flushed,
-            rpma_utils_conn_event_2str(ev),
+            round, held ? "held, chunk" : "dereg at chunk", g_trigger[round], dereg_ms, t.ok,
+            t.errs, t.flushed, rpma_utils_conn_event_2str(ev),
             t.first_err < 0 ? " (inconclusive: all placed before the dereg)" : "", t.line, classes);
         failures += rf;
     }

@@ -206,17 +206,26 @@ const char *mt_st(enum ibv_wc_status st) {
 
 void mt_tally_init(struct mt_tally *t, enum ibv_wc_status expected, char letter) {
     memset(t, 0, sizeof(*t));
-    t->expected = expected;
+    t->expected = t->alt = expected;
     t->letter = letter;
     t->first_err = -1;
 }
 
+void mt_tally_local(struct mt_tally *t, char letter) {
+    mt_tally_init(t, IBV_WC_LOC_PROT_ERR, letter);
+    t->alt = IBV_WC_LOC_QP_OP_ERR;
+}
+
+bool mt_is_local_prot(enum ibv_wc_status st) {
+    return st == IBV_WC_LOC_PROT_ERR || st == IBV_WC_LOC_QP_OP_ERR;
+}
+
 bool mt_tally_add(struct mt_tally *t, int k, enum ibv_wc_status st, const char *what) {
     CHECK(k >= 0 && k < MT_TALLY_MAX);
-    t->line[k] = st == IBV_WC_SUCCESS        ? 'S'
-                 : st == t->expected         ? t->letter
-                 : st == IBV_WC_WR_FLUSH_ERR ? 'f'
-                                             : '?';
+    t->line[k] = st == IBV_WC_SUCCESS                ? 'S'
+                 : st == t->expected || st == t->alt ? t->letter
+                 : st == IBV_WC_WR_FLUSH_ERR         ? 'f'
+                                                     : '?';
     t->line[k + 1] = '\0';
     if (st == IBV_WC_SUCCESS) {
         t->ok++;
@@ -226,8 +235,11 @@ bool mt_tally_add(struct mt_tally *t, int k, enum ibv_wc_status st, const char *
         }
         return true;
     }
-    if (t->first_err < 0) t->first_err = k;
-    if (st == t->expected) {
+    if (t->first_err < 0) {
+        t->first_err = k;
+        t->first_st = st;
+    }
+    if (st == t->expected || st == t->alt) {
         t->errs++;
     } else if (st == IBV_WC_WR_FLUSH_ERR) {
         t->flushed++;
@@ -238,6 +250,11 @@ bool mt_tally_add(struct mt_tally *t, int k, enum ibv_wc_status st, const char *
         t->failures++;
     }
     return false;
+}
+
+const char *mt_tally_err(const struct mt_tally *t) {
+    bool alt = t->first_err >= 0 && t->first_st == t->alt;
+    return mt_st(alt ? t->alt : t->expected);
 }
 
 int mt_tally_end(struct mt_tally *t, const char *round) {

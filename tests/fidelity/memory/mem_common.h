@@ -88,16 +88,26 @@ const char *mt_st(enum ibv_wc_status st);
  */
 #define MT_TALLY_MAX 128
 struct mt_tally {
-    enum ibv_wc_status expected;
-    int ok, errs, flushed, other; /* errs: completions with the expected error */
-    int first_err;                /* index of the first error, -1 while none */
+    enum ibv_wc_status expected, alt; /* alt: a status counted as `expected` (mt_tally_local) */
+    int ok, errs, flushed, other;     /* errs: completions with the expected error */
+    int first_err;                    /* index of the first error, -1 while none */
+    enum ibv_wc_status first_st;      /* its status */
     int failures;
     char line[MT_TALLY_MAX + 1]; /* a letter per completion: S, `letter`, f or ? */
     char letter;
 };
 void mt_tally_init(struct mt_tally *t, enum ibv_wc_status expected, char letter);
+/*
+ * A local protection failure (dead or foreign lkey, missing LOCAL_WRITE): the IB spec and
+ * hardware NICs report IBV_WC_LOC_PROT_ERR, rxe reports IBV_WC_LOC_QP_OP_ERR where its lkey
+ * lookup fails on the send or receive path. Both count as the expected error.
+ */
+void mt_tally_local(struct mt_tally *t, char letter);
+bool mt_is_local_prot(enum ibv_wc_status st);
 /* completion k, named `what` in FAIL lines ("round 2: read 5"); true if it is a SUCCESS */
 bool mt_tally_add(struct mt_tally *t, int k, enum ibv_wc_status st, const char *what);
+/* the name of the expected error as it came (expected or alt) */
+const char *mt_tally_err(const struct mt_tally *t);
 /* ends the round (`round` names it in FAIL lines); returns the failures of the round */
 int mt_tally_end(struct mt_tally *t, const char *round);
 

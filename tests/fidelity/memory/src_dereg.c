@@ -18,7 +18,11 @@
  *              a NIC never sees its last packet: the send completes LOC_PROT_ERR, the receive
  *              does not complete SUCCESS, the rest is flushed (the connection ends).
  * A racing round (overwrite, free) may find everything sent before the dereg (a busy machine
- * can deschedule the posting thread); it is repeated then, up to 10 rounds.
+ * can deschedule the posting thread; rxe executes a whole post at once); it is repeated then, up
+ * to 10 rounds, and every second round is held so that it is conclusive on any transport: a send
+ * from another region goes first, and the server posts its receive only after the dereg (and
+ * the receives for the 4 sends once it has completed). RC executes in order and a send waits for
+ * its receive (infinite RNR retry), so a NIC has taken nothing after it before the dereg.
  * As on a NIC, which stops reading a region once it is deregistered:
  *   - a write or send completes SUCCESS only if its whole payload was taken before the dereg:
  *     the target chunk (receive buffer) holds exactly the original pattern (A);
@@ -50,6 +54,8 @@
 #define WR_WRITE 1000
 #define WR_SEND 2000
 #define WR_RECV 3000
+#define WR_HOLD 4000
+#define HLEN 8
 
 static const char *g_port;
 static size_t g_slen = 64u << 10; /* a send's length */
@@ -70,12 +76,16 @@ static void server(int ctl, void *arg) {
     struct rpma_ep *ep = NULL;
     CHECK_OK(rpma_ep_listen(peer, MT_ADDR, g_port, &ep));
     struct rpma_conn_cfg *cfg = mt_cfg(64);
+    char *hbuf = it_alloc(HLEN);
+    struct rpma_mr_local *mr_h = NULL;
+    CHECK_OK(rpma_mr_reg(peer, hbuf, HLEN, RPMA_MR_USAGE_RECV, &mr_h));
     mt_say(ctl, "READY");
     char msg[MT_MSG];
     for (;;) {
         mt_hear(ctl, msg, 30000);
         if (strcmp(msg, "QUIT") == 0) break;
-        CHECK(strcmp(msg, "ROUND") == 0);
+        bool held = strcmp(msg, "ROUND held") == 0;
+        CHECK(held || strcmp(msg, "ROUND") == 0);
         for (int k = 0; k < NW; k++) it_fill(target + (size_t)k * CHUNK, CHUNK, SEED_Z + k);
         for (int r = 0; r < NS; r++) it_fill(rbuf + (size_t)r * SLEN, SLEN, SEED_Z + SEND_SEED + r);
         struct rpma_mr_local *mr_t = NULL, *mr_r = NULL;
@@ -84,12 +94,24 @@ static void server(int ctl, void *arg) {
         char desc[IT_MR_DESC_SIZE];
         CHECK_OK(rpma_mr_get_descriptor(mr_t, desc));
         struct rpma_conn_req *req = it_next_req(ep, cfg);
-        for (int r = 0; r < NS; r++)
+        for (int r = 0; r < NS && !held; r++)
             CHECK_OK(rpma_conn_req_recv(req, mr_r, (size_t)r * SLEN, SLEN,
                                         (void *)(uintptr_t)(WR_RECV + r)));
         struct rpma_conn *conn = it_accept(&req, desc, sizeof(desc));
         struct rpma_cq *cq = NULL;
         CHECK_OK(rpma_conn_get_cq(conn, &cq));
+        if (held) {
+            /* the hold's receive once the client has deregistered, the others after it */
+            mt_expect(ctl, "GO", msg, 30000);
+            CHECK_OK(rpma_recv(conn, mr_h, 0, HLEN, (void *)WR_HOLD));
+            struct ibv_wc hw;
+            mt_cq_get(cq, &hw, 15000, NULL);
+            CHECK_EQ(hw.wr_id, WR_HOLD);
+            CHECK_EQ(hw.status, IBV_WC_SUCCESS);
+            for (int r = 0; r < NS; r++)
+                CHECK_OK(rpma_recv(conn, mr_r, (size_t)r * SLEN, SLEN,
+                                   (void *)(uintptr_t)(WR_RECV + r)));
+        }
         /* the client ends the connection once all its completions are in */
         enum rpma_conn_event ev = mt_next_event(conn, 30000);
         if (ev != RPMA_CONN_CLOSED && ev != RPMA_CONN_LOST)
@@ -124,9 +146,11 @@ static void server(int ctl, void *arg) {
     }
     CHECK_OK(rpma_conn_cfg_delete(&cfg));
     CHECK_OK(rpma_ep_shutdown(&ep));
+    CHECK_OK(rpma_mr_dereg(&mr_h));
     CHECK_OK(rpma_peer_delete(&peer));
     free(target);
     free(rbuf);
+    free(hbuf);
 }
 
 static void post_send(struct rpma_conn *conn, struct rpma_mr_local *mr, int r, uint64_t *order,
@@ -141,7 +165,11 @@ static void post_send(struct rpma_conn *conn, struct rpma_mr_local *mr, int r, u
  * some operation was still in flight at the dereg.
  */
 static int round_trip(int round, int ctl, int pid, bool *conclusive) {
+    bool held = !g_stalled && round % 2 == 1;
     struct rpma_peer *peer = it_peer_new(MT_ADDR, false);
+    char hbuf[HLEN] = {0};
+    struct rpma_mr_local *mr_h = NULL;
+    CHECK_OK(rpma_mr_reg(peer, hbuf, HLEN, RPMA_MR_USAGE_SEND, &mr_h));
     /* free: a heap block (so that ASan tracks it); otherwise a mapping of its own */
     char *src = g_free ? it_alloc(SRC_LEN) : mt_map(SRC_LEN);
     for (int k = 0; k < NW; k++) it_fill(src + (size_t)k * CHUNK, CHUNK, SEED_A + k);
@@ -150,7 +178,7 @@ static int round_trip(int round, int ctl, int pid, bool *conclusive) {
     struct rpma_mr_local *mr = NULL;
     CHECK_OK(rpma_mr_reg(peer, src, SRC_LEN, RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_SEND, &mr));
     struct rpma_conn_cfg *cfg = mt_cfg(64);
-    mt_say(ctl, "ROUND");
+    mt_say(ctl, held ? "ROUND held" : "ROUND");
     struct rpma_conn *conn = it_connect(peer, MT_ADDR, g_port, cfg, NULL, 0);
     struct rpma_mr_remote *remote = it_remote_mr(conn, 0);
     struct rpma_cq *cq = NULL;
@@ -160,6 +188,7 @@ static int round_trip(int round, int ctl, int pid, bool *conclusive) {
     uint64_t order[NOPS];
     int n = 0;
     if (g_stalled) mt_stop(pid);
+    if (held) CHECK_OK(rpma_send(conn, mr_h, 0, HLEN, RPMA_F_COMPLETION_ALWAYS, (void *)WR_HOLD));
     for (int k = 0; k < NW; k++) {
         if (k % 10 == 0 && g_message_first) post_send(conn, mr, k / 10, order, &n);
         CHECK_OK(rpma_write(conn, remote, (size_t)k * CHUNK, mr, (size_t)k * CHUNK, CHUNK,
@@ -178,13 +207,18 @@ static int round_trip(int round, int ctl, int pid, bool *conclusive) {
             it_fill(src + SEND_OFF + (size_t)r * SLEN, SLEN, SEED_B + SEND_SEED + r);
     }
     if (g_stalled) mt_cont(pid);
+    if (held) mt_say(ctl, "GO");
 
     /* every operation completes, in any status */
-    int status[NOPS];
+    int status[NOPS], hold_st = -1;
     for (int i = 0; i < NOPS; i++) status[i] = -1;
-    for (int got = 0; got < NOPS; got++) {
+    for (int got = 0; got < NOPS + held; got++) {
         struct ibv_wc wc;
         mt_cq_get(cq, &wc, 15000, NULL);
+        if (held && wc.wr_id == WR_HOLD && hold_st == -1) {
+            hold_st = (int)wc.status;
+            continue;
+        }
         int i = 0;
         while (i < NOPS && order[i] != wc.wr_id) i++;
         if (i == NOPS) IT_FAIL("completion with unknown wr_id %llu", (unsigned long long)wc.wr_id);
@@ -194,6 +228,7 @@ static int round_trip(int round, int ctl, int pid, bool *conclusive) {
     enum rpma_conn_event ev = mt_close(&conn, 15000);
     CHECK_OK(rpma_mr_remote_delete(&remote));
     CHECK_OK(rpma_conn_cfg_delete(&cfg));
+    CHECK_OK(rpma_mr_dereg(&mr_h));
     CHECK_OK(rpma_peer_delete(&peer));
     if (!g_free) mt_unmap(src, SRC_LEN);
 
@@ -205,7 +240,7 @@ static int round_trip(int round, int ctl, int pid, bool *conclusive) {
 
     int failures = 0;
     struct mt_tally t;
-    mt_tally_init(&t, IBV_WC_LOC_PROT_ERR, 'P');
+    mt_tally_local(&t, 'P');
     char placed[NOPS + 1], name[64];
     for (int i = 0; i < NOPS; i++) {
         bool is_write = order[i] < WR_SEND;
@@ -241,6 +276,15 @@ static int round_trip(int round, int ctl, int pid, bool *conclusive) {
     placed[NOPS] = '\0';
     snprintf(name, sizeof(name), "round %d", round);
     failures += mt_tally_end(&t, name);
+    if (held && hold_st != IBV_WC_SUCCESS) {
+        printf("FAIL round %d: the holding send completed %s, expected SUCCESS\n", round,
+               mt_st((enum ibv_wc_status)hold_st));
+        failures++;
+    }
+    if (held && t.first_err < 0) {
+        printf("FAIL: every operation completed SUCCESS although they were held\n");
+        failures++;
+    }
     if (g_stalled && t.first_err < 0) {
         printf("FAIL: every operation completed SUCCESS although the server was stopped\n");
         failures++;
@@ -251,9 +295,10 @@ static int round_trip(int round, int ctl, int pid, bool *conclusive) {
     }
     *conclusive = t.first_err >= 0;
     printf(
-        "round %d: %d SUCCESS, %d LOC_PROT_ERR, %d WR_FLUSH_ERR, %d other; dereg took %lld "
+        "round %d%s: %d SUCCESS, %d %s, %d WR_FLUSH_ERR, %d other; dereg took %lld "
         "ms; connection ended %s%s\n  status %s\n  target %s\n",
-        round, t.ok, t.errs, t.flushed, t.other, t_dereg, rpma_utils_conn_event_2str(ev),
+        round, held ? " (held)" : "", t.ok, t.errs, mt_tally_err(&t), t.flushed, t.other, t_dereg,
+        rpma_utils_conn_event_2str(ev),
         t.first_err < 0 ? " (inconclusive: all sent before the dereg)" : "", t.line, placed);
     return failures;
 }

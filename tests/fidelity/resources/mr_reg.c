@@ -103,7 +103,10 @@ int main(int argc, char *argv[]) {
 
     /* PROT_NONE */
     char *none = map(2, PROT_NONE);
-    expect_refused(peer, none, 2 * page, RPMA_MR_USAGE_READ_SRC, "not readable", "PROT_NONE");
+    /* Linux before 6.2 pinned memory only read by the NIC with FOLL_FORCE, which takes PROT_NONE
+     * pages too (the reference's guest kernel is 6.1); later kernels and rpma refuse it */
+    if (!it_reference())
+        expect_refused(peer, none, 2 * page, RPMA_MR_USAGE_READ_SRC, "not readable", "PROT_NONE");
     expect_refused(peer, none, 2 * page, all, "not readable", "PROT_NONE");
 
     /* a hole in the middle: each side alone is fine */
