@@ -74,7 +74,7 @@ prepare() {
     install_packages
     mkdir -p "$cache"
     local pkg kver dir
-    pkg=$(kernel_package)
+    pkg=$(kernel_package 2>/dev/null) || { apt_locked_run update -q >/dev/null && pkg=$(kernel_package); }
     kver=${pkg#linux-image-}
     dir=$cache/$kver
     if [[ -f $dir/ready ]]; then
