@@ -229,7 +229,7 @@ static void client(const struct it_args *a) {
 int main(int argc, char *argv[]) {
     struct it_args a;
     it_init(argc, argv, &a);
-    alarm(ALARM_S);
+    alarm(ALARM_S * it_time_scale()); /* the emulated guest runs slower */
     if (a.argc >= 1) rounds_n = atoi(a.argv[0]);
     CHECK(rounds_n > 0 && rounds_n <= 60);
     if (a.server)
