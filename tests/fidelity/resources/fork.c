@@ -102,14 +102,9 @@ static void server(const struct it_args *a) {
     struct rpma_conn_req *req = it_next_req(ep, NULL);
     pid_t pid = server_child ? fork_child() : -1;
     if (pid == 0) {
-        /* each call on a copy of the handle: a refused call may clear it */
-        struct rpma_conn_req *r = req;
-        struct rpma_conn *c = NULL;
-        CHECK_REFUSED(rpma_conn_req_connect(&r, NULL, &c));
-        CHECK(r == NULL && c == NULL); /* consumed, as on any failure */
-        r = req;
-        CHECK_REFUSED(rpma_conn_req_delete(&r));
-        CHECK(r == NULL);
+        /* Calls that consume an object on failure come last, each on a copy of the handle:
+         * the reference frees the child's copy of the object then, so only rpma, which leaves
+         * it alone, is asked twice. */
         struct rpma_conn_req *other = NULL;
         CHECK_REFUSED(rpma_ep_next_conn_req(ep, NULL, &other));
         struct rpma_ep *kept_ep = ep;
@@ -118,6 +113,15 @@ static void server(const struct it_args *a) {
         if (!it_reference()) { /* on RDMA a new cm_id of the child's may listen */
             struct rpma_ep *ep2 = NULL;
             CHECK_REFUSED(rpma_ep_listen(peer, a->addr, "0", &ep2));
+        }
+        struct rpma_conn_req *r = req;
+        struct rpma_conn *c = NULL;
+        CHECK_REFUSED(rpma_conn_req_connect(&r, NULL, &c));
+        CHECK(r == NULL && c == NULL); /* consumed, as on any failure */
+        if (!it_reference()) {
+            r = req;
+            CHECK_REFUSED(rpma_conn_req_delete(&r));
+            CHECK(r == NULL);
         }
         struct rpma_peer *kept_peer = peer;
         CHECK_REFUSED(rpma_peer_delete(&peer));
@@ -165,12 +169,13 @@ static void round_trip(struct rpma_conn *conn, struct rpma_mr_local *mr, char *b
 }
 
 static void in_child(const struct it_args *a, struct rpma_peer *peer, struct rpma_conn *conn) {
-    struct rpma_conn *c0 = conn;
-    CHECK_REFUSED(rpma_conn_delete(&c0));
-    CHECK(c0 == NULL); /* as on any failure; the parent's connection is untouched */
+    /* the delete last: the reference frees the child's copy of the connection then */
     CHECK_REFUSED(rpma_conn_disconnect(conn));
     struct rpma_conn_req *req = NULL;
     CHECK_REFUSED(rpma_conn_req_new(peer, a->addr, a->port, NULL, &req));
+    struct rpma_conn *c0 = conn;
+    CHECK_REFUSED(rpma_conn_delete(&c0));
+    CHECK(c0 == NULL); /* as on any failure; the parent's connection is untouched */
     struct rpma_peer *p0 = peer;
     CHECK_REFUSED(rpma_peer_delete(&p0));
     check_peer_kept(p0, peer);
