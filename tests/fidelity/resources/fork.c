@@ -109,7 +109,8 @@ static void server(const struct it_args *a) {
         CHECK_REFUSED(rpma_ep_next_conn_req(ep, NULL, &other));
         struct rpma_ep *kept_ep = ep;
         CHECK_REFUSED(rpma_ep_shutdown(&ep));
-        CHECK(ep == kept_ep);
+        /* kept, as its man page says; upstream frees the endpoint anyway */
+        CHECK(ep == kept_ep || (it_reference() && ep == NULL));
         if (!it_reference()) { /* on RDMA a new cm_id of the child's may listen */
             struct rpma_ep *ep2 = NULL;
             CHECK_REFUSED(rpma_ep_listen(peer, a->addr, "0", &ep2));
@@ -171,8 +172,10 @@ static void round_trip(struct rpma_conn *conn, struct rpma_mr_local *mr, char *b
 static void in_child(const struct it_args *a, struct rpma_peer *peer, struct rpma_conn *conn) {
     /* the delete last: the reference frees the child's copy of the connection then */
     CHECK_REFUSED(rpma_conn_disconnect(conn));
-    struct rpma_conn_req *req = NULL;
-    CHECK_REFUSED(rpma_conn_req_new(peer, a->addr, a->port, NULL, &req));
+    if (!it_reference()) { /* RDMA leaves it undefined: the reference makes the request */
+        struct rpma_conn_req *req = NULL;
+        CHECK_REFUSED(rpma_conn_req_new(peer, a->addr, a->port, NULL, &req));
+    }
     struct rpma_conn *c0 = conn;
     CHECK_REFUSED(rpma_conn_delete(&c0));
     CHECK(c0 == NULL); /* as on any failure; the parent's connection is untouched */
