@@ -13,9 +13,10 @@
  * "Fork"): a child's own peers work whenever it forked, it may register memory on an inherited
  * peer, and its calls on the parent's objects are refused harmlessly. Those parts run on rpma
  * only. On the reference (it_reference) the child calls only what fails before it touches
- * anything (rpma_ep_next_conn_req, rpma_ep_shutdown, rpma_conn_disconnect: EACCES), since its
- * failed connect or delete there destroys the parent's QP and CQs; and two_children forks
- * before the parent first uses the library, as RDMA requires.
+ * anything (rpma_ep_next_conn_req, rpma_ep_shutdown: EACCES), since its failed connect or
+ * delete there destroys the parent's QP and CQs and its disconnect moves the parent's QP to the
+ * error state; and two_children forks before the parent first uses the library, as RDMA
+ * requires.
  *
  * Two cases, named by the last argument:
  * - server_child: the server takes the client's first request and forks; the child tries
@@ -168,10 +169,11 @@ static void round_trip(struct rpma_conn *conn, struct rpma_mr_local *mr, char *b
 }
 
 static void in_child(const struct it_args *a, struct rpma_peer *peer, struct rpma_conn *conn) {
-    /* On the reference only the disconnect, which fails before it touches anything: its failed
-     * delete would destroy the parent's QP and CQs (see the server's child) */
+    /* On the reference nothing: librdmacm's disconnect moves the QP to the error state before
+     * the kernel refuses the rest, and a failed delete destroys the QP and CQs, so either
+     * breaks the parent's connection; RDMA gives this child nothing more either */
+    if (it_reference()) exit(0);
     CHECK_REFUSED(rpma_conn_disconnect(conn));
-    if (it_reference()) exit(0); /* the rest is rpma's: RDMA gives this child nothing more */
     struct rpma_conn_req *req = NULL;
     CHECK_REFUSED(rpma_conn_req_new(peer, a->addr, a->port, NULL, &req));
     struct rpma_conn *c0 = conn;
