@@ -445,12 +445,12 @@ The connection is up. On the client, the server's private data is available
 ([[rpma_conn_get_private_data]]) once this call has returned the event. On the server the event
 is queued as soon as [[rpma_conn_req_connect]] accepts.
 = **RPMA_CONN_CLOSED**
-An orderly close, started by either side with [[rpma_conn_disconnect]] or by deleting an
-established connection.
+The connection was closed: by either side with [[rpma_conn_disconnect]] or by deleting an
+established connection, or because the remote process ended (exited or was killed: its kernel
+closes its connections, as it disconnects them on RDMA).
 = **RPMA_CONN_LOST**
-The connection broke: the remote process died, the network failed, the remote side stopped
-answering for longer than the dead-peer timeout (**RPMA_DEAD_PEER_TIMEOUT_MS**, see
-[[librpma]]), or it broke the protocol.
+The connection broke: the network failed, the remote side stopped answering for longer than the
+dead-peer timeout (**RPMA_DEAD_PEER_TIMEOUT_MS**, see [[librpma]]), or it broke the protocol.
 = **RPMA_CONN_REJECTED**
 Client only: the server rejected the request ([[rpma_conn_req_delete]]), or nothing listens at
 the address (the TCP connection was refused).
@@ -460,8 +460,9 @@ Client only: the TCP set-up did not finish within the configured timeout
 request within 30 seconds.
 
 After **RPMA_CONN_CLOSED** or **RPMA_CONN_LOST**, operations still outstanding and receives still
-posted complete with **IBV_WC_WR_FLUSH_ERR**, so no waiter is left hanging. The usual end is
-[[rpma_conn_delete]].""",
+posted complete with **IBV_WC_WR_FLUSH_ERR**, so no waiter is left hanging (on RDMA that happens
+only once this side disconnects too, so a portable program calls [[rpma_conn_disconnect]] before
+it waits for them). The usual end is [[rpma_conn_delete]].""",
      ret=ret_out("*event"),
      errors=[inval_null("conn", "event"),
              ("RPMA_E_NO_EVENT", "The event descriptor is non-blocking and no event is "
@@ -601,8 +602,9 @@ half sent, and waits up to 2 seconds for the remote side to close its end.
 After it returns the library no longer touches the connection's CQs, descriptors and receive
 buffers.""",
      errors=[inval_null("conn_ptr"),
-             ("RPMA_E_PROVIDER", "The caller is " + FORK + "; the connection and "
-              "{*conn_ptr} are left as they were, and the parent's connection keeps working.")],
+             ("RPMA_E_PROVIDER", "The caller is " + FORK + "; the connection is left to the "
+              "parent, which it keeps working for, and {*conn_ptr} is set to NULL, as on any "
+              "failure.")],
      notes="""Upstream librpma returns **RPMA_E_PROVIDER** when the verbs or connection manager
 objects cannot be destroyed; in rpma that cannot happen, and the code means only the forked
 child case.""",
@@ -657,15 +659,15 @@ The bytes are copied. The remote side gets them as RDMA delivers private data: p
 to 56 bytes (connect) or 196 bytes (accept), and all zeros when {pdata} is NULL.
 
 The request is consumed whatever happens: {*req_ptr} is set to NULL and the request freed, even
-when the call fails (an incoming request is then rejected). The one exception is the forked child
-below.""",
+when the call fails (an incoming request is then rejected). In a forked child (below) the
+request is left to the parent, neither accepted nor rejected, and {*req_ptr} is still set to
+NULL.""",
      ret=RET_0,
      errors=[("RPMA_E_INVAL", "{req_ptr}, {*req_ptr} or {conn_ptr} is NULL; {pdata} is given "
               "with a NULL {ptr} or a {len} of 0; or {pdata} is longer than 56 bytes (connect) or "
               "196 bytes (accept)."),
              ("RPMA_E_PROVIDER", "A socket cannot be made or handed to the progress thread; or "
-              "the caller is " + FORK + ", in which case the request is not consumed and "
-              "{*req_ptr} is left as it was."),
+              "the caller is " + FORK + "."),
              NOMEM, UNKNOWN],
      see=["rpma_conn_req_new", "rpma_ep_next_conn_req", "rpma_conn_next_event",
           "rpma_conn_get_private_data", "rpma_conn_delete"],
@@ -676,8 +678,9 @@ page("rpma_conn_req_delete", "delete a connection request",
 {*req_ptr} to NULL. An incoming request ([[rpma_ep_next_conn_req]]) is rejected: the client gets
 **RPMA_CONN_REJECTED**. With {*req_ptr} NULL it does nothing and returns 0.""",
      errors=[inval_null("req_ptr"),
-             ("RPMA_E_PROVIDER", "The caller is " + FORK + "; the request and {*req_ptr} are "
-              "left as they were.")],
+             ("RPMA_E_PROVIDER", "The caller is " + FORK + "; the request is left to the "
+              "parent, neither rejected nor freed, and {*req_ptr} is set to NULL, as on any "
+              "failure.")],
      see=["rpma_conn_req_new", "rpma_ep_next_conn_req", "rpma_conn_req_connect"])
 
 page("rpma_conn_req_get_private_data", "get the private data of an incoming request",
@@ -751,6 +754,10 @@ request with [[rpma_conn_req_connect]] or reject it with [[rpma_conn_req_delete]
              ("RPMA_E_PROVIDER", "An event descriptor cannot be made, or the caller is "
               + FORK + "."),
              NOMEM, UNKNOWN],
+     notes="""Upstream librpma returns **RPMA_E_PROVIDER**, not **RPMA_E_NO_EVENT**, on a
+non-blocking descriptor with no request waiting (**rdma_get_cm_event**(3) fails with
+**EAGAIN**), and so does its [[rpma_conn_next_event]]. A program meant for both takes one request
+per readiness of the descriptor, which [[epoll(7)]] reports level-triggered.""",
      see=["rpma_ep_listen", "rpma_ep_get_fd", "rpma_conn_req_connect", "rpma_conn_req_delete",
           "rpma_conn_req_get_private_data", "rpma_conn_req_recv"])
 

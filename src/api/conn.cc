@@ -83,7 +83,8 @@ RPMA_EXPORT int rpma_conn_disconnect(struct rpma_conn *conn) {
 }
 
 RPMA_EXPORT int rpma_conn_delete(struct rpma_conn **conn_ptr) {
-    // in a forked child the parent's connection is left alone, *conn_ptr included
-    return api::destroy<Conn>(conn_ptr,
-                              [](Conn *c) { return c->peer()->check_process("the connection"); });
+    // in a forked child the parent's connection is left alone; *conn_ptr is cleared, as the man
+    // page says for any failure
+    return api::destroy_or_abandon<Conn>(
+        conn_ptr, [](Conn *c) { return c->peer()->check_process("the connection"); });
 }

@@ -21,8 +21,9 @@ RPMA_EXPORT int rpma_conn_req_new(struct rpma_peer *peer, const char *addr, cons
 }
 
 RPMA_EXPORT int rpma_conn_req_delete(struct rpma_conn_req **req_ptr) {
-    // an incoming request's delete rejects it on a socket the parent shares
-    return api::destroy<ConnReq>(
+    // an incoming request's delete rejects it on a socket the parent shares: a forked child
+    // leaves it alone (*req_ptr cleared, as the man page says for any failure)
+    return api::destroy_or_abandon<ConnReq>(
         req_ptr, [](ConnReq *r) { return r->peer()->check_process("the connection request"); });
 }
 
@@ -31,9 +32,9 @@ RPMA_EXPORT int rpma_conn_req_connect(struct rpma_conn_req **req_ptr,
                                       struct rpma_conn **conn_ptr) {
     if (!req_ptr || !*req_ptr) return RPMA_E_INVAL;
     ConnReq *req = api::obj<ConnReq>(*req_ptr);
-    // not consumed in a forked child: deleting it would reject it on the parent's socket
-    if (int ret = req->peer()->check_process("the connection request")) return ret;
     *req_ptr = nullptr;  // consumed whatever happens
+    // a forked child leaves it alone: deleting it would reject it on the parent's socket
+    if (int ret = req->peer()->check_process("the connection request")) return ret;
     int ret;
     if (!conn_ptr || (pdata && (!pdata->ptr || pdata->len == 0))) {
         ret = RPMA_E_INVAL;

@@ -54,6 +54,19 @@ inline int destroy(Handle **ptr, Refuse &&refuse) noexcept {
         return 0;
     });
 }
+// The same for a delete whose man page clears *ptr on failure too: a refused object is abandoned
+// (*ptr cleared, the object kept). For a forked child's copy of its parent's object, which
+// must not be deleted: that would act on sockets the parent still uses.
+template <class Core, class Handle, class Refuse>
+inline int destroy_or_abandon(Handle **ptr, Refuse &&refuse) noexcept {
+    if (!ptr) return RPMA_E_INVAL;
+    if (!*ptr) return 0;
+    if (int ret = refuse(obj<Core>(*ptr))) {
+        *ptr = nullptr;
+        return ret;
+    }
+    return destroy<Core>(ptr, [](Core *) { return 0; });
+}
 template <class Core, class Handle>
 inline int destroy(Handle **ptr) noexcept {
     return destroy<Core>(ptr, [](Core *) { return 0; });

@@ -166,7 +166,8 @@ run() {
         printf 'cd %q\n' "$PWD"
         printf 'exec sh -c %q\n' "$*"
     } >"$share/cmd.sh"
-    cp "$here/guest-net.sh" "$share/net.sh"
+    # net.sh runs before cmd.sh: it must know the mode itself
+    { echo "RPMA_GUEST_NETNS=$netns"; cat "$here/guest-net.sh"; } >"$share/net.sh"
 
     local accel=${RPMA_GUEST_ACCEL:-tcg} accel_opt
     case $accel in

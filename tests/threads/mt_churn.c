@@ -55,7 +55,9 @@ static struct rpma_conn_req *s_next_req(long total, struct hello *h) {
         pthread_mutex_lock(&g_api_lock);
         struct rpma_conn_req *req = NULL;
         int ret = rpma_ep_next_conn_req(s_ep, NULL, &req);
-        if (ret == RPMA_E_NO_EVENT) {
+        /* another thread took it; the reference says RPMA_E_PROVIDER there (rdma_get_cm_event
+         * fails with EAGAIN), not the documented RPMA_E_NO_EVENT */
+        if (ret == RPMA_E_NO_EVENT || (it_reference() && ret == RPMA_E_PROVIDER)) {
             pthread_mutex_unlock(&g_api_lock);
             continue;
         }

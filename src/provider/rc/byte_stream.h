@@ -51,6 +51,8 @@ class ByteStream {
     // A wake-up (woken) was taken by a thread that could not read: another holds the stream.
     // A doorbell stream rings again for that one; a socket stays readable by itself.
     virtual void pass_wake() noexcept {}
+    // The error that ended the stream (a socket's SO_ERROR, taken), 0 if none or unknown.
+    virtual int take_error() noexcept { return 0; }
     // The fd is a doorbell, not a socket.
     virtual bool doorbell() const noexcept { return false; }
 };

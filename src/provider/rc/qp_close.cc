@@ -153,13 +153,16 @@ void QueuePair::fail_connect(rpma_conn_event ev) {
     post_event(ev);
 }
 
-void QueuePair::lost(const char *why) {
+void QueuePair::lost(const char *why, bool peer_end) {
     {
         std::lock_guard lk(cm_mu_);
         if (cm_ == Cm::kDone || cm_ == Cm::kClosing) return;
         cm_ = Cm::kDone;
     }
-    RPMA_LOG_NOTICE("connection lost: %s", why);
+    if (peer_end)
+        RPMA_LOG_NOTICE("connection closed without a disconnect: %s", why);
+    else
+        RPMA_LOG_NOTICE("connection lost: %s", why);
     {
         std::lock_guard lk(sq_mu_);
         if (!error_ && !outstanding_.empty() && source_faulted(outstanding_.front().seq)) {
@@ -175,7 +178,9 @@ void QueuePair::lost(const char *why) {
     remove_stream(join_);
     // The peer learns at once (end of stream) instead of at its dead-peer timeout.
     for (Stream *s : {&main_, &join_}) s->io->shutdown(SHUT_RDWR);
-    post_event(RPMA_CONN_LOST);
+    // The peer's process is gone (its kernel ended the streams): a disconnect, as RDMA CM
+    // reports it. Anything else broke the connection.
+    post_event(peer_end ? RPMA_CONN_CLOSED : RPMA_CONN_LOST);
 }
 
 void QueuePair::send_disconnect() {

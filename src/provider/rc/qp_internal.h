@@ -2,7 +2,9 @@
 // the RC engine.
 #pragma once
 
+#include <errno.h>
 #include <infiniband/verbs.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstddef>
@@ -16,6 +18,14 @@ namespace rpma::rc {
 // a memcpy instead of a recv of its own); payloads of kDirectThreshold and more are read
 // straight into their target, with the next header behind them.
 constexpr size_t kStagingSize = 64 * 1024;
+
+// A stream end the peer's kernel made, without the peer's Disconnect: an orderly end or a
+// reset, as when its process exits or is killed. RDMA CM reports that as a disconnect (the
+// kernel sends a DREQ for a dying process), so it gives CLOSED; a timeout or an unreachable
+// network gives LOST. n and err: what the failed read or write returned, and its errno.
+inline bool ended_by_peer(ssize_t n, int err) noexcept {
+    return n == 0 || err == ECONNRESET || err == EPIPE;
+}
 constexpr size_t kDirectThreshold = 8192;
 constexpr int kMaxIov = 64;
 // With this many requests outstanding and an answer on its way, a post only queues its frame

@@ -122,7 +122,11 @@ void QueuePair::stream_events(Stream &s, uint32_t events, ByteStream::Reader who
                 maybe_closed();
                 return;
             }
-            lost("the peer went away while its send waited for a receive");
+            // The end came from the peer's kernel unless the socket reports a timeout or an
+            // unreachable network.
+            int err = (events & EPOLLERR) ? s.io->take_error() : 0;
+            lost("the peer went away while its send waited for a receive",
+                 err == 0 || ended_by_peer(-1, err));
             return;
         }
         read_stream_if_free(s, who);
@@ -137,7 +141,7 @@ bool QueuePair::on_writable(Stream &s, bool engine) {
         drained = sent && take_drained(s);
     }
     if (!sent) {
-        lost(s.why ? s.why : "send failed");  // not under s.mu: lost() takes it
+        lost(s, "send failed");  // not under s.mu: lost() takes it
         return false;
     }
     if (&s == &resp()) absorb_queued_nak();
@@ -392,8 +396,10 @@ QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
     if (n < 0 && errno == EAGAIN && s.io->await_input(kRestOfMessageWait)) return Step::kContinue;
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Step::kBlock;
     if (n <= 0) {
-        if (!s.why)  // the first cause: flush_tx may have shut the socket down
+        if (!s.why) {  // the first cause: flush_tx may have shut the socket down
+            s.peer_end = ended_by_peer(n, errno);
             s.why = n == 0 ? "the peer closed the connection mid-message" : strerror(errno);
+        }
         return Step::kFatal;
     }
     size_t got = static_cast<size_t>(n);
@@ -472,19 +478,21 @@ QueuePair::Step QueuePair::fill_staging(Stream &s, int &budget) {
     }
     if (n < 0 && errno == EINTR) return Step::kContinue;
     if (n < 0 && errno == EAGAIN) return Step::kBlock;
-    if (!s.why)  // the first cause: flush_tx may have shut the socket down
+    if (!s.why) {  // the first cause: flush_tx may have shut the socket down
+        s.peer_end = ended_by_peer(n, errno);
         s.why = n == 0 ? "the peer closed the connection without a disconnect" : strerror(errno);
+    }
     return Step::kFatal;
 }
 
 void QueuePair::finish_read(Stream &s, Step st) {
     bool responder = !s.answers_in;
     if (st == Step::kFatal) {
-        if (!s.disc_rx) lost(s.why ? s.why : "protocol error");
+        if (!s.disc_rx) lost(s, "protocol error");
         return;
     }
     if (responder && !answer_now(s)) {
-        lost(s.why ? s.why : "send failed");
+        lost(s, "send failed");
         return;
     }
     bool sent = true, retry = false;
@@ -508,7 +516,7 @@ void QueuePair::finish_read(Stream &s, Step st) {
         }
     }
     if (!sent) {
-        lost(s.why ? s.why : "send failed");  // not under s.mu: lost() takes it
+        lost(s, "send failed");  // not under s.mu: lost() takes it
         return;
     }
     if (responder) absorb_queued_nak();

@@ -100,6 +100,7 @@ bool QueuePair::flush_tx(Stream &s) {
             return true;
         }
         if (n < 0) {
+            s.peer_end = ended_by_peer(n, err);
             s.why = strerror(err);
             // as above: a socket shows its error to the engine by itself, a shm ring's bad
             // index (EPROTO) does not

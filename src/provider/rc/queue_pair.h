@@ -126,6 +126,7 @@ class QueuePair : public prov::QueuePair,
         bool failed = false;        // payload target vanished: discard and fail the operation
         bool stalled = false;       // a request waits: a receive, the peer's answer or our answers
         const char *why = nullptr;  // what ended the stream, for the log
+        bool peer_end = false;      // why: the peer's kernel ended it (its process is gone)
         std::atomic<bool> disc_rx{false};  // the peer's Disconnect came on this stream
         bool connected = false;
         // tx: under mu
@@ -312,7 +313,10 @@ class QueuePair : public prov::QueuePair,
 
     // connection management
     void fail_connect(rpma_conn_event ev);
-    void lost(const char *why);
+    void lost(const char *why, bool peer_end = false);
+    void lost(const Stream &s, const char *otherwise) {
+        lost(s.why ? s.why : otherwise, s.why && s.peer_end);
+    }
     void close_on_engine();
     void settle_for_close(Stream &s);  // s.mu held
     void linger_events(Stream &s, uint32_t events);

@@ -28,6 +28,13 @@ class SocketStream final : public rc::ByteStream {
     void shutdown(int how) override {
         if (fd_->valid()) ::shutdown(fd_->get(), how);
     }
+    int take_error() noexcept override {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (!fd_->valid() || ::getsockopt(fd_->get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+            return 0;
+        return err;
+    }
 
   private:
     const Fd *fd_;

@@ -231,7 +231,7 @@ static void client(const struct it_args *a, const struct plan *p) {
 int main(int argc, char *argv[]) {
     struct it_args a;
     it_init(argc, argv, &a);
-    alarm(ALARM_S);
+    alarm(ALARM_S * it_time_scale()); /* the emulated guest runs slower */
     if (a.argc < 1) IT_FAIL("arguments: SCENARIO [ROUNDS]");
     struct plan p = {.name = a.argv[0], .rounds = 100};
     if (strcmp(p.name, "disc_delete_server") == 0) {

@@ -8,7 +8,8 @@
  * Server: a request made with srq2 is refused deletion of srq2, rejected, then srq2 deletes; a
  * connection made with srq is refused deletion of srq, then receives MSGS messages through it;
  * after CLOSED and rpma_conn_delete, srq deletes. Client: one rejected attempt, one connection
- * that sends MSGS messages. Run it under ASan too: the old library freed the SRQ.
+ * that sends MSGS messages. Run it under ASan too: the old library freed the SRQ. On the
+ * reference only the order RDMA allows runs: no delete while the SRQ is in use.
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -37,8 +38,12 @@ static struct rpma_conn_cfg *cfg_with(struct rpma_srq *srq) {
     return cfg;
 }
 
-/* the delete must be refused and leave the handle as it was */
+/* the delete must be refused and leave the handle as it was. Not on the reference: RDMA refuses
+ * it too (EBUSY), but upstream then frees the SRQ object anyway (its man page clears *srq_ptr on
+ * failure), so nothing could use or delete the SRQ afterwards; rpma keeps it on purpose
+ * (docs/tcp-provider.md) */
 static void expect_busy(struct rpma_srq **srq, const char *when) {
+    if (it_reference()) return;
     struct rpma_srq *before = *srq;
     int ret = rpma_srq_delete(srq);
     if (ret != RPMA_E_PROVIDER)
