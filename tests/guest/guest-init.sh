@@ -26,7 +26,7 @@ mount -t devtmpfs dev $r/dev
 mkdir -p $r/dev/pts $r/dev/shm
 mount -t devpts devpts $r/dev/pts
 mount -t tmpfs shm $r/dev/shm
-mount -t tmpfs tmp $r/tmp
+# no tmpfs over /tmp: a checkout or build folder there must stay visible (writes go to the overlay)
 mount -t tmpfs run $r/run
 mkdir -p "$r$share"
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 share "$r$share" || fail "cannot mount the share"

@@ -79,9 +79,12 @@ prepare() {
     local pkg kver dir
     pkg=$(kernel_package 2>/dev/null) || { apt_locked_run update -q >/dev/null && pkg=$(kernel_package); }
     kver=${pkg#linux-image-}
-    dir=$cache/$kver
+    # a changed init or module list makes a new folder: a cached initramfs never goes stale
+    local key
+    key=$(cat "$here/guest-init.sh" <(echo "${MODULES[*]}") | sha256sum | cut -c1-12)
+    dir=$cache/$kver-$key
     if [[ -f $dir/ready ]]; then
-        echo "$kver" >"$cache/current"
+        echo "$kver-$key" >"$cache/current"
         return 0
     fi
     echo "guest: preparing $kver in $dir"
@@ -115,7 +118,8 @@ prepare() {
     (cd "$init" && find . | cpio -o -H newc --quiet | gzip -1) >"$dir/initramfs.cpio.gz"
     rm -rf "$dir/root" "$init"
     echo "$kver" >"$dir/ready"
-    echo "$kver" >"$cache/current"
+    echo "$kver-$key" >"$cache/current"
+    find "$cache" -mindepth 1 -maxdepth 1 -type d ! -name "$kver-$key" -exec rm -rf {} + # older ones
     echo "guest: ready ($kver)"
 }
 
