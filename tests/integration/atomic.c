@@ -4,6 +4,11 @@
  * second thread reads the same 8 bytes over a second connection: every value read must be one of
  * the patterns, never a mix. Misaligned offsets give RPMA_E_INVAL; completions have opcode
  * IBV_WC_RDMA_WRITE.
+ *
+ * Never torn is rpma's guarantee (one aligned store). The reference emulates the atomic write with
+ * an ordinary RDMA write where the device lacks the native verb, and rxe copies it in pieces: a
+ * concurrent read may see a mix (docs/testing.md), so against the reference torn reads are counted,
+ * not failed.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -65,7 +70,7 @@ struct reader {
     uint64_t *dst;
     atomic_bool started;
     atomic_bool stop;
-    long reads, seen_p0, seen_p1;
+    long reads, seen_p0, seen_p1, torn;
 };
 
 static void *reader_main(void *arg) {
@@ -90,6 +95,8 @@ static void *reader_main(void *arg) {
                 r->seen_p0++;
             else if (v == P1)
                 r->seen_p1++;
+            else if (it_reference())
+                r->torn++;
             else
                 IT_FAIL("torn read: 0x%016llx is neither pattern", (unsigned long long)v);
             r->reads++;
@@ -146,7 +153,7 @@ static void client(const struct it_args *a) {
     }
     atomic_store(&r.stop, true);
     CHECK(pthread_join(th, NULL) == 0);
-    printf("reads %ld: P0 %ld, P1 %ld\n", r.reads, r.seen_p0, r.seen_p1);
+    printf("reads %ld: P0 %ld, P1 %ld, torn %ld\n", r.reads, r.seen_p0, r.seen_p1, r.torn);
     CHECK(r.reads >= MIN_READS);
 
     /* after all writes completed the target holds the last one */
