@@ -15,11 +15,12 @@ RPMA_EXPORT int rpma_utils_get_ibv_context(const char *addr, enum rpma_util_ibv_
 RPMA_EXPORT int rpma_utils_ibv_context_is_odp_capable(struct ibv_context *ibv_ctx,
                                                       int *is_odp_capable) {
     if (!ibv_ctx || !is_odp_capable) return RPMA_E_INVAL;
-    if (!prov::device_from_context(ibv_ctx)) {
-        RPMA_LOG_ERROR("not a device context of this library");
-        return RPMA_E_PROVIDER;
-    }
-    // The tcp provider touches memory from the CPU only: nothing to page in on demand.
-    *is_odp_capable = 0;
-    return 0;
+    return api::guarded([&] {
+        prov::Device *dev = prov::device_from_context(ibv_ctx);
+        if (!dev) {
+            RPMA_LOG_ERROR("not a device context of this library");
+            return RPMA_E_PROVIDER;
+        }
+        return dev->odp_capable(is_odp_capable);
+    });
 }

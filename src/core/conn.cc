@@ -12,7 +12,7 @@
 namespace rpma {
 
 int ConnResources::create(Peer *peer, const ConnCfg &cfg, const char *addr, const char *port,
-                          std::unique_ptr<ConnResources> *out) {
+                          prov::IncomingRequest *in, std::unique_ptr<ConnResources> *out) {
     auto *srq = reinterpret_cast<Srq *>(cfg.srq());
     if (cfg.shared_channel() && srq && srq->rcq()) {
         RPMA_LOG_ERROR(
@@ -28,14 +28,14 @@ int ConnResources::create(Peer *peer, const ConnCfg &cfg, const char *addr, cons
     if (int ret = dom.create_channel(&r->channel)) return ret;
     r->events = std::make_unique<FdQueue<rpma_conn_event>>();
     if (!r->events->valid()) return RPMA_E_PROVIDER;
-    r->cq = dom.create_cq(r->channel.get(), r->shared);
+    if (int ret = dom.create_cq(r->channel.get(), r->shared, cfg.cq_size(), &r->cq)) return ret;
     if (cfg.rcq_size() > 0) {
         prov::CompletionChannel *ch = r->channel.get();
         if (!r->shared) {
             if (int ret = dom.create_channel(&r->rcq_channel)) return ret;
             ch = r->rcq_channel.get();
         }
-        r->rcq = dom.create_cq(ch, r->shared);
+        if (int ret = dom.create_cq(ch, r->shared, cfg.rcq_size(), &r->rcq)) return ret;
     }
     prov::QpAttr qa;
     qa.sq_size = cfg.sq_size();
@@ -45,7 +45,7 @@ int ConnResources::create(Peer *peer, const ConnCfg &cfg, const char *addr, cons
     qa.recv_cq = srq && srq->rcq() ? srq->rcq() : r->rcq ? r->rcq.get() : r->cq.get();
     qa.srq = srq ? &srq->queue() : nullptr;
     qa.events = r->events.get();
-    int ret = addr ? dom.create_qp(addr, port, qa, &r->qp) : dom.create_qp(qa, &r->qp);
+    int ret = addr ? dom.create_qp(addr, port, qa, &r->qp) : dom.create_qp(qa, *in, &r->qp);
     if (ret) return ret;
     r->peer = peer;
     peer->ref();

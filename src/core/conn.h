@@ -19,9 +19,9 @@ class MrRemote;
 class Srq;
 
 struct ConnResources {
-    // The queue pair connects to addr:port, or (addr null) is for an incoming request.
+    // The queue pair connects to addr:port, or (addr null) is for the incoming request `in`.
     static int create(Peer *peer, const ConnCfg &cfg, const char *addr, const char *port,
-                      std::unique_ptr<ConnResources> *out);
+                      prov::IncomingRequest *in, std::unique_ptr<ConnResources> *out);
     ~ConnResources();
 
     Peer *peer = nullptr;

@@ -14,7 +14,7 @@ namespace rpma {
 int ConnReq::outgoing(Peer *peer, const char *addr, const char *port, const ConnCfg &cfg,
                       ConnReq **out) {
     std::unique_ptr<ConnReq> req(new ConnReq());
-    int ret = ConnResources::create(peer, cfg, addr, port, &req->r_);
+    int ret = ConnResources::create(peer, cfg, addr, port, nullptr, &req->r_);
     if (ret) return ret;
     *out = req.release();
     return 0;
@@ -25,7 +25,7 @@ int ConnReq::incoming(Peer *peer, std::unique_ptr<prov::IncomingRequest> in, con
     std::unique_ptr<ConnReq> req(new ConnReq());
     req->incoming_ = true;
     req->in_ = std::move(in);
-    int ret = ConnResources::create(peer, cfg, nullptr, nullptr, &req->r_);
+    int ret = ConnResources::create(peer, cfg, nullptr, nullptr, req->in_.get(), &req->r_);
     if (ret) return ret;  // the request is dropped: the client sees it closed
     *out = req.release();
     return 0;

@@ -76,18 +76,7 @@ int MrLocal::advise(size_t offset, size_t len, int advice, uint32_t flags) const
             RPMA_LOG_ERROR("unknown advice %d", advice);
             return RPMA_E_NOSUPP;
     }
-    if (len == 0) return 0;
-    // Software transport: prefetching means faulting the pages in ahead of the traffic.
-    uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-    uintptr_t start = reinterpret_cast<uintptr_t>(ptr()) + offset;
-    uintptr_t end = start + len;
-    start &= ~(page - 1);
-    if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) return 0;  // never faults: nothing to do
-    if (::madvise(reinterpret_cast<void *>(start), end - start, MADV_WILLNEED) != 0) {
-        RPMA_LOG_ERROR("madvise: %m");
-        return RPMA_E_PROVIDER;
-    }
-    return 0;
+    return peer_->domain().advise(*region_, ptr() + offset, len, advice, flags);
 }
 
 }  // namespace rpma

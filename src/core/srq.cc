@@ -25,10 +25,11 @@ int make_recv(Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64_t wr_i
 
 int Srq::create(Peer *peer, const SrqCfg &cfg, Srq **out) {
     std::unique_ptr<Srq> s(new Srq(peer));
-    s->rq_ = peer->domain().create_srq(cfg.rq_size());
+    if (int ret = peer->domain().create_srq(cfg.rq_size(), &s->rq_)) return ret;
     if (cfg.rcq_size() > 0) {
         if (int ret = peer->domain().create_channel(&s->channel_)) return ret;
-        s->rcq_ = peer->domain().create_cq(s->channel_.get(), false);
+        if (int ret = peer->domain().create_cq(s->channel_.get(), false, cfg.rcq_size(), &s->rcq_))
+            return ret;
     }
     peer->ref();
     *out = s.release();

@@ -185,11 +185,19 @@ class Domain {
     // progress; afterwards the provider never touches it.
     virtual void deregister(const std::shared_ptr<MemoryRegion> &mr) noexcept = 0;
 
+    // rpma_mr_advise on [start, start + len) of mr, arguments already checked. 0,
+    // RPMA_E_NOSUPP, RPMA_E_INVAL or RPMA_E_PROVIDER.
+    virtual int advise(const MemoryRegion &mr, char *start, size_t len, int advice,
+                       uint32_t flags) = 0;
+
     // RPMA_E_PROVIDER when out of descriptors.
     virtual int create_channel(std::unique_ptr<CompletionChannel> *out) = 0;
-    // A CQ notifying `channel`; `shared`: the channel also serves another CQ.
-    virtual std::unique_ptr<CompletionQueue> create_cq(CompletionChannel *channel, bool shared) = 0;
-    virtual std::unique_ptr<SharedRecvQueue> create_srq(uint32_t size) = 0;
+    // A CQ of at least `size` entries notifying `channel`; `shared`: the channel also serves
+    // another CQ. 0 or RPMA_E_PROVIDER.
+    virtual int create_cq(CompletionChannel *channel, bool shared, uint32_t size,
+                          std::unique_ptr<CompletionQueue> *out) = 0;
+    // 0 or RPMA_E_PROVIDER.
+    virtual int create_srq(uint32_t size, std::unique_ptr<SharedRecvQueue> *out) = 0;
 
     // Starts listening. RPMA_E_PROVIDER (address, port, engine).
     virtual int listen(const char *addr, const char *port, std::shared_ptr<Listener> *out) = 0;
@@ -197,8 +205,10 @@ class Domain {
     // address does not resolve or the engine cannot start.
     virtual int create_qp(const char *addr, const char *port, const QpAttr &attr,
                           std::shared_ptr<QueuePair> *out) = 0;
-    // A queue pair for an incoming request (server side). RPMA_E_PROVIDER.
-    virtual int create_qp(const QpAttr &attr, std::shared_ptr<QueuePair> *out) = 0;
+    // A queue pair for an incoming request (server side), which QueuePair::accept is later given.
+    // RPMA_E_PROVIDER.
+    virtual int create_qp(const QpAttr &attr, IncomingRequest &req,
+                          std::shared_ptr<QueuePair> *out) = 0;
 };
 
 // A device: what rpma_utils_get_ibv_context hands out as an ibv_context.
@@ -206,18 +216,21 @@ class Device {
   public:
     virtual ~Device() = default;
     virtual ibv_context *context() noexcept = 0;
+    // rpma_utils_ibv_context_is_odp_capable: 0 or RPMA_E_PROVIDER.
+    virtual int odp_capable(int *out) = 0;
     // A new domain on this device (no thread starts before the domain is used).
     virtual std::unique_ptr<Domain> open_domain() = 0;
 };
 
 // registry.cc: the device for an address, from the provider chosen for it (RPMA_PROVIDER
-// forces one: "tcp" or "shm"). RPMA_E_PROVIDER if the address resolves to no device or the
-// forced provider is unknown.
+// forces one: "verbs", "tcp" or "shm"). RPMA_E_PROVIDER if the address resolves to no device or
+// the forced provider is unknown.
 int lookup_device(const char *addr, rpma_util_ibv_context_type type, ibv_context **out);
 // Which data path connections take (RPMA_PROVIDER, read at each call): kAuto moves a
 // connection between processes on one host onto shared memory and keeps the others on tcp;
-// kTcp keeps all on tcp; kShm refuses a connection that cannot move.
-enum class Choice { kAuto, kTcp, kShm };
+// kTcp keeps all on tcp; kShm refuses a connection that cannot move; kVerbs takes the RDMA
+// device serving the address, or fails.
+enum class Choice { kAuto, kTcp, kShm, kVerbs };
 Choice provider_choice() noexcept;
 // The device behind a context this library handed out, or nullptr.
 Device *device_from_context(const ibv_context *ctx) noexcept;

@@ -1,13 +1,17 @@
-// Picks the provider for an address. The tcp device serves every address; a connection between
-// two processes on one host moves onto shared memory (shm, provider/shm/link.h) unless
-// RPMA_PROVIDER says tcp. RPMA_PROVIDER may name tcp or shm, and any other name fails, so a
-// program asking for a provider we lack learns it at once.
+// Picks the provider for an address. An RDMA device that rdma_cm finds for the address serves it
+// through verbs (provider/verbs/); every other address is served by the tcp device, and a
+// connection between two processes on one host moves onto shared memory (shm,
+// provider/shm/link.h) unless RPMA_PROVIDER says tcp. RPMA_PROVIDER may name verbs, tcp or shm,
+// and any other name fails, so a program asking for a provider we lack learns it at once.
+#include <arpa/inet.h>
+
 #include <cstdlib>
 #include <cstring>
 
 #include "common/log.h"
 #include "provider/provider.h"
 #include "provider/tcp/device.h"
+#include "provider/verbs/device.h"
 
 namespace rpma::prov {
 
@@ -15,10 +19,21 @@ namespace {
 
 bool provider_allowed() {
     const char *forced = std::getenv("RPMA_PROVIDER");
-    if (!forced || !*forced || std::strcmp(forced, "tcp") == 0 || std::strcmp(forced, "shm") == 0)
+    if (!forced || !*forced || std::strcmp(forced, "tcp") == 0 ||
+        std::strcmp(forced, "shm") == 0 || std::strcmp(forced, "verbs") == 0)
         return true;
-    RPMA_LOG_ERROR("RPMA_PROVIDER=%s: no such provider (this build has: tcp, shm)", forced);
+    RPMA_LOG_ERROR("RPMA_PROVIDER=%s: no such provider (this build has: verbs, tcp, shm)", forced);
     return false;
+}
+
+// rdma_cm binds a loopback address to whichever device comes first, not to one that serves it:
+// left to auto, loopback stays on tcp and shm.
+bool loopback(const char *addr) {
+    in_addr a4;
+    in6_addr a6;
+    if (inet_pton(AF_INET, addr, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, addr, &a6) == 1) return IN6_IS_ADDR_LOOPBACK(&a6);
+    return std::strcmp(addr, "localhost") == 0;
 }
 
 }  // namespace
@@ -27,16 +42,29 @@ Choice provider_choice() noexcept {
     const char *forced = std::getenv("RPMA_PROVIDER");
     if (forced && std::strcmp(forced, "tcp") == 0) return Choice::kTcp;
     if (forced && std::strcmp(forced, "shm") == 0) return Choice::kShm;
+    if (forced && std::strcmp(forced, "verbs") == 0) return Choice::kVerbs;
     return Choice::kAuto;
 }
 
 int lookup_device(const char *addr, rpma_util_ibv_context_type type, ibv_context **out) {
     if (!provider_allowed()) return RPMA_E_PROVIDER;
+    switch (provider_choice()) {
+        case Choice::kVerbs: return verbs::Device::lookup(addr, type, false, out);
+        case Choice::kAuto:
+            // Without the RDMA stack (no /dev/infiniband) this costs one access(2).
+            if (!loopback(addr) && verbs::Device::stack_present() &&
+                verbs::Device::lookup(addr, type, true, out) == 0)
+                return 0;
+            break;
+        case Choice::kTcp:
+        case Choice::kShm: break;
+    }
     return tcp::Device::lookup(addr, type, out);
 }
 
 Device *device_from_context(const ibv_context *ctx) noexcept {
-    return tcp::Device::from_context(ctx);
+    if (Device *d = tcp::Device::from_context(ctx)) return d;
+    return verbs::Device::from_context(ctx);
 }
 
 }  // namespace rpma::prov

@@ -108,7 +108,7 @@ class TcpDomainTest : public ::testing::Test {
     };
     void MakeSide(Side &s) {
         ASSERT_EQ(dom_->create_channel(&s.ch), 0);
-        s.cq = dom_->create_cq(s.ch.get(), false);
+        ASSERT_EQ(dom_->create_cq(s.ch.get(), false, 10, &s.cq), 0);
         ASSERT_NE(s.cq, nullptr);
         ASSERT_TRUE(s.events.valid());
     }
@@ -175,17 +175,20 @@ TEST_F(TcpDomainTest, ChannelCqAndSrq) {
     ASSERT_EQ(dom_->create_channel(&ch), 0);
     ASSERT_NE(ch, nullptr);
     EXPECT_GE(ch->fd(), 0);
-    auto cq = dom_->create_cq(ch.get(), false);
+    std::unique_ptr<prov::CompletionQueue> cq;
+    ASSERT_EQ(dom_->create_cq(ch.get(), false, 10, &cq), 0);
     ASSERT_NE(cq, nullptr);
     EXPECT_EQ(cq->fd(), ch->fd());
     EXPECT_TRUE(cq->empty());
     ibv_wc wc;
     int got = 0;
     EXPECT_EQ(cq->get_wc(1, &wc, &got), RPMA_E_NO_COMPLETION);
-    auto shared = dom_->create_cq(ch.get(), true);
+    std::unique_ptr<prov::CompletionQueue> shared;
+    ASSERT_EQ(dom_->create_cq(ch.get(), true, 10, &shared), 0);
     EXPECT_EQ(shared->wait(), RPMA_E_SHARED_CHANNEL);
 
-    auto srq = dom_->create_srq(2);
+    std::unique_ptr<prov::SharedRecvQueue> srq;
+    ASSERT_EQ(dom_->create_srq(2, &srq), 0);
     ASSERT_NE(srq, nullptr);
     prov::RecvWr r;  // a 0-byte receive
     EXPECT_EQ(srq->post(r), 0);
@@ -247,7 +250,7 @@ TEST_F(TcpDomainTest, RequestAcceptedThenClosed) {
     std::unique_ptr<prov::IncomingRequest> req;
     ASSERT_NO_FATAL_FAILURE(Request("25711", c, &req));
     ASSERT_NO_FATAL_FAILURE(MakeSide(s));
-    ASSERT_EQ(dom_->create_qp(s.attr(), &s.qp), 0);
+    ASSERT_EQ(dom_->create_qp(s.attr(), *req, &s.qp), 0);
     ASSERT_EQ(s.qp->accept(std::move(req), "world!", 6), 0);
 
     EXPECT_EQ(NextEvent(s), RPMA_CONN_ESTABLISHED);
@@ -417,7 +420,7 @@ class TcpWaiterServesTest : public TcpDomainTest, public ::testing::WithParamInt
         std::unique_ptr<prov::IncomingRequest> req;
         ASSERT_NO_FATAL_FAILURE(Request(port, c_, &req));
         ASSERT_NO_FATAL_FAILURE(MakeSide(s_));
-        ASSERT_EQ(dom_->create_qp(s_.attr(), &s_.qp), 0);
+        ASSERT_EQ(dom_->create_qp(s_.attr(), *req, &s_.qp), 0);
         ASSERT_EQ(s_.qp->accept(std::move(req), nullptr, 0), 0);
         ASSERT_EQ(NextEvent(s_), RPMA_CONN_ESTABLISHED);
         ASSERT_EQ(NextEvent(c_), RPMA_CONN_ESTABLISHED);

@@ -19,6 +19,11 @@ class Device final : public prov::Device {
     static Device *from_context(const ibv_context *ctx) noexcept;
 
     ibv_context *context() noexcept override { return &ctx_; }
+    // The tcp provider touches memory from the CPU only: nothing to page in on demand.
+    int odp_capable(int *out) override {
+        *out = 0;
+        return 0;
+    }
     std::unique_ptr<prov::Domain> open_domain() override;
 
     Device(const sockaddr_storage &ss, std::string address);

@@ -1,6 +1,8 @@
 #include "provider/tcp/domain.h"
 
 #include <netdb.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -75,13 +77,29 @@ int Domain::create_channel(std::unique_ptr<prov::CompletionChannel> *out) {
     return 0;
 }
 
-std::unique_ptr<prov::CompletionQueue> Domain::create_cq(prov::CompletionChannel *channel,
-                                                         bool shared) {
-    return std::make_unique<Cq>(static_cast<ComplChannel *>(channel), shared);
+// The size does not matter here: the queue grows, and rpma_cq_get_wc drains it.
+int Domain::create_cq(prov::CompletionChannel *channel, bool shared, uint32_t,
+                      std::unique_ptr<prov::CompletionQueue> *out) {
+    *out = std::make_unique<Cq>(static_cast<ComplChannel *>(channel), shared);
+    return 0;
 }
 
-std::unique_ptr<prov::SharedRecvQueue> Domain::create_srq(uint32_t size) {
-    return std::make_unique<RecvQueue>(size);
+int Domain::create_srq(uint32_t size, std::unique_ptr<prov::SharedRecvQueue> *out) {
+    *out = std::make_unique<RecvQueue>(size);
+    return 0;
+}
+
+// Software transport: prefetching means faulting the pages in ahead of the traffic.
+int Domain::advise(const prov::MemoryRegion &, char *start, size_t len, int advice, uint32_t) {
+    if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT || len == 0) return 0;  // never faults
+    uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    uintptr_t begin = reinterpret_cast<uintptr_t>(start) & ~(page - 1);
+    uintptr_t end = reinterpret_cast<uintptr_t>(start) + len;
+    if (::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_WILLNEED) != 0) {
+        RPMA_LOG_ERROR("madvise: %m");
+        return RPMA_E_PROVIDER;
+    }
+    return 0;
 }
 
 int Domain::listen(const char *addr, const char *port, std::shared_ptr<prov::Listener> *out) {
@@ -116,7 +134,8 @@ int Domain::create_qp(const char *addr, const char *port, const prov::QpAttr &at
     return 0;
 }
 
-int Domain::create_qp(const prov::QpAttr &attr, std::shared_ptr<prov::QueuePair> *out) {
+int Domain::create_qp(const prov::QpAttr &attr, prov::IncomingRequest &,
+                      std::shared_ptr<prov::QueuePair> *out) {
     Engine *e = engine();
     if (!e) return RPMA_E_PROVIDER;
     *out = make_qp(e, attr);

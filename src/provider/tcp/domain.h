@@ -27,14 +27,17 @@ class Domain final : public prov::Domain {
     void deregister(const std::shared_ptr<prov::MemoryRegion> &mr) noexcept override;
 
     int create_channel(std::unique_ptr<prov::CompletionChannel> *out) override;
-    std::unique_ptr<prov::CompletionQueue> create_cq(prov::CompletionChannel *channel,
-                                                     bool shared) override;
-    std::unique_ptr<prov::SharedRecvQueue> create_srq(uint32_t size) override;
+    int advise(const prov::MemoryRegion &mr, char *start, size_t len, int advice,
+               uint32_t flags) override;
+    int create_cq(prov::CompletionChannel *channel, bool shared, uint32_t size,
+                  std::unique_ptr<prov::CompletionQueue> *out) override;
+    int create_srq(uint32_t size, std::unique_ptr<prov::SharedRecvQueue> *out) override;
 
     int listen(const char *addr, const char *port, std::shared_ptr<prov::Listener> *out) override;
     int create_qp(const char *addr, const char *port, const prov::QpAttr &attr,
                   std::shared_ptr<prov::QueuePair> *out) override;
-    int create_qp(const prov::QpAttr &attr, std::shared_ptr<prov::QueuePair> *out) override;
+    int create_qp(const prov::QpAttr &attr, prov::IncomingRequest &req,
+                  std::shared_ptr<prov::QueuePair> *out) override;
 
     // The progress engine, started on first use; nullptr if it cannot start, or if it was
     // started by the parent of this forked process.

@@ -1,0 +1,41 @@
+#include "provider/verbs/completion_channel.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace rpma::verbs {
+
+int CompletionChannel::create(ibv_context *ctx, std::unique_ptr<prov::CompletionChannel> *out) {
+    ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+    if (!ch) {
+        RPMA_LOG_ERROR("ibv_create_comp_channel: %s", std::strerror(errno));
+        return RPMA_E_PROVIDER;
+    }
+    out->reset(new CompletionChannel(ch));
+    return 0;
+}
+
+CompletionChannel::CompletionChannel(ibv_comp_channel *ch) noexcept : ch_(ch), pid_(::getpid()) {}
+
+CompletionChannel::~CompletionChannel() {
+    if (::getpid() != pid_) return;
+    if (int err = ibv_destroy_comp_channel(ch_))
+        RPMA_LOG_ERROR("ibv_destroy_comp_channel: %s", std::strerror(err));
+}
+
+prov::CompletionQueue *CompletionChannel::wait() {
+    ibv_cq *cq = nullptr;
+    void *context = nullptr;
+    if (ibv_get_cq_event(ch_, &cq, &context) != 0) {
+        if (errno != EAGAIN) RPMA_LOG_ERROR("ibv_get_cq_event: %s", std::strerror(errno));
+        return nullptr;
+    }
+    ibv_ack_cq_events(cq, 1);
+    return static_cast<prov::CompletionQueue *>(context);
+}
+
+}  // namespace rpma::verbs

@@ -1,0 +1,121 @@
+#include "provider/verbs/device.h"
+
+#include <rdma/rdma_cma.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/log.h"
+#include "provider/verbs/domain.h"
+
+namespace rpma::verbs {
+
+namespace {
+
+// Where rdma_cm resolves an address (REMOTE), as long as upstream's default allows.
+constexpr int kResolveTimeoutMs = RPMA_DEFAULT_TIMEOUT_MS;
+
+std::mutex g_mu;
+std::vector<std::unique_ptr<Device>> g_devices;  // never freed: contexts live as long
+
+// rdma-core's fork rule: registrations made after ibv_fork_init survive a fork() in the
+// parent (on kernels that need it; on newer ones it is a no-op). Called before the first one.
+void init_fork_support() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        if (int err = ibv_fork_init())
+            RPMA_LOG_INFO("ibv_fork_init: %s (a forked child must not touch RDMA memory)",
+                          std::strerror(err));
+    });
+}
+
+struct AddrInfoFree {
+    void operator()(rdma_addrinfo *ai) const noexcept { rdma_freeaddrinfo(ai); }
+};
+struct CmIdFree {
+    void operator()(rdma_cm_id *id) const noexcept { rdma_destroy_id(id); }
+};
+
+}  // namespace
+
+bool Device::stack_present() noexcept {
+    return ::access("/dev/infiniband/rdma_cm", F_OK) == 0;
+}
+
+int Device::lookup(const char *addr, rpma_util_ibv_context_type type, bool quiet,
+                   ibv_context **out) {
+    auto miss = [&](const char *why, int err) {
+        if (quiet)
+            RPMA_LOG_INFO("verbs: no RDMA device for '%s' (%s%s%s)", addr, why, err ? ": " : "",
+                          err ? std::strerror(err) : "");
+        else
+            RPMA_LOG_ERROR("RPMA_PROVIDER=verbs: no RDMA device for '%s' (%s%s%s)", addr, why,
+                           err ? ": " : "", err ? std::strerror(err) : "");
+        return RPMA_E_PROVIDER;
+    };
+    if (!stack_present()) return miss("no /dev/infiniband/rdma_cm on this host", 0);
+    init_fork_support();
+    rdma_addrinfo hints{};
+    hints.ai_port_space = RDMA_PS_TCP;
+    if (type == RPMA_UTIL_IBV_CONTEXT_LOCAL) hints.ai_flags = RAI_PASSIVE;
+    rdma_addrinfo *raw = nullptr;
+    if (rdma_getaddrinfo(addr, nullptr, &hints, &raw) != 0)
+        return miss("rdma_getaddrinfo failed", errno);
+    std::unique_ptr<rdma_addrinfo, AddrInfoFree> ai(raw);
+    rdma_cm_id *id_raw = nullptr;
+    if (rdma_create_id(nullptr, &id_raw, nullptr, RDMA_PS_TCP) != 0)
+        return miss("rdma_create_id failed", errno);
+    std::unique_ptr<rdma_cm_id, CmIdFree> id(id_raw);
+    if (type == RPMA_UTIL_IBV_CONTEXT_LOCAL) {
+        if (rdma_bind_addr(id.get(), ai->ai_src_addr) != 0)
+            return miss("rdma_bind_addr failed", errno);
+    } else if (rdma_resolve_addr(id.get(), ai->ai_src_addr, ai->ai_dst_addr, kResolveTimeoutMs) !=
+               0) {
+        return miss("rdma_resolve_addr failed", errno);
+    }
+    ibv_context *ctx = id->verbs;
+    if (!ctx) return miss("rdma_cm bound it to no device", 0);
+    std::lock_guard lk(g_mu);
+    for (auto &d : g_devices)
+        if (d->ctx_ == ctx) {
+            *out = ctx;
+            return 0;
+        }
+    g_devices.push_back(std::make_unique<Device>(ctx));
+    RPMA_LOG_INFO("verbs: '%s' is served by %s", addr, ibv_get_device_name(ctx->device));
+    *out = ctx;
+    return 0;
+}
+
+Device *Device::from_context(const ibv_context *ctx) noexcept {
+    std::lock_guard lk(g_mu);
+    for (auto &d : g_devices)
+        if (d->ctx_ == ctx) return d.get();
+    return nullptr;
+}
+
+int Device::odp_capable(int *out) {
+    ibv_device_attr_ex attr{};
+    if (int err = ibv_query_device_ex(ctx_, nullptr, &attr)) {
+        RPMA_LOG_ERROR("ibv_query_device_ex: %s", std::strerror(err));
+        return RPMA_E_PROVIDER;
+    }
+    // Every RC operation rpma posts must be able to fault pages in.
+    const uint32_t rc_needed = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+                               IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ;
+    *out = (attr.odp_caps.general_caps & IBV_ODP_SUPPORT) &&
+           (attr.odp_caps.per_transport_caps.rc_odp_caps & rc_needed) == rc_needed;
+    return 0;
+}
+
+std::unique_ptr<prov::Domain> Device::open_domain() {
+    std::unique_ptr<Domain> d;
+    if (Domain::create(ctx_, &d) != 0) return nullptr;
+    return d;
+}
+
+}  // namespace rpma::verbs

@@ -1,0 +1,109 @@
+#include "provider/verbs/listener.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+#include "provider/verbs/connect_request.h"
+
+namespace rpma::verbs {
+
+namespace {
+
+// As many pending requests as the kernel allows (rdma_listen caps it).
+constexpr int kBacklog = 1024;
+
+}  // namespace
+
+int Listener::create(const char *addr, const char *port, std::shared_ptr<prov::Listener> *out) {
+    rdma_addrinfo hints{};
+    hints.ai_flags = RAI_PASSIVE;
+    hints.ai_port_space = RDMA_PS_TCP;
+    rdma_addrinfo *ai = nullptr;
+    if (rdma_getaddrinfo(addr, port, &hints, &ai) != 0) {
+        RPMA_LOG_ERROR("cannot resolve %s:%s for listening: %s", addr, port, std::strerror(errno));
+        return RPMA_E_PROVIDER;
+    }
+    rdma_event_channel *ch = rdma_create_event_channel();
+    rdma_cm_id *id = nullptr;
+    int err = 0;
+    const char *what = "";
+    if (!ch) {
+        err = errno, what = "rdma_create_event_channel";
+    } else if (rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) != 0) {
+        err = errno, what = "rdma_create_id";
+        id = nullptr;
+    } else if (rdma_bind_addr(id, ai->ai_src_addr) != 0) {
+        err = errno, what = "rdma_bind_addr";
+    } else if (rdma_listen(id, kBacklog) != 0) {
+        err = errno, what = "rdma_listen";
+    }
+    rdma_freeaddrinfo(ai);
+    if (err) {
+        RPMA_LOG_ERROR("cannot listen on %s:%s: %s: %s", addr, port, what, std::strerror(err));
+        if (id) rdma_destroy_id(id);
+        if (ch) rdma_destroy_event_channel(ch);
+        return RPMA_E_PROVIDER;
+    }
+    out->reset(new Listener(ch, id));
+    return 0;
+}
+
+Listener::Listener(rdma_event_channel *ch, rdma_cm_id *id) noexcept
+    : ch_(ch), id_(id), pid_(::getpid()) {}
+
+Listener::~Listener() {
+    close();
+}
+
+std::unique_ptr<prov::IncomingRequest> Listener::next() {
+    if (::getpid() != pid_) {
+        RPMA_LOG_ERROR("the endpoint belongs to the parent process");
+        return nullptr;
+    }
+    for (;;) {
+        rdma_cm_event *ev = nullptr;
+        if (rdma_get_cm_event(ch_, &ev) != 0) {
+            if (errno != EAGAIN) RPMA_LOG_ERROR("rdma_get_cm_event: %s", std::strerror(errno));
+            return nullptr;
+        }
+        if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+            RPMA_LOG_WARNING("endpoint: unexpected %s event, skipped", rdma_event_str(ev->event));
+            rdma_ack_cm_event(ev);
+            continue;
+        }
+        auto req = std::make_unique<ConnectRequest>(ev->id, ev->param.conn.private_data,
+                                                    ev->param.conn.private_data_len);
+        // Acknowledged before the queue pair migrates the id, which waits for that.
+        rdma_ack_cm_event(ev);
+        return req;
+    }
+}
+
+void Listener::close() {
+    std::lock_guard lk(mu_);
+    if (closed_) return;
+    closed_ = true;
+    if (::getpid() != pid_) return;
+    // Requests not taken yet: each new id is rejected and freed with its event.
+    int fl = ::fcntl(ch_->fd, F_GETFL);
+    if (fl >= 0) ::fcntl(ch_->fd, F_SETFL, fl | O_NONBLOCK);
+    rdma_cm_event *ev = nullptr;
+    while (rdma_get_cm_event(ch_, &ev) == 0) {
+        if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+            rdma_reject(ev->id, nullptr, 0);
+            rdma_cm_id *req = ev->id;
+            rdma_ack_cm_event(ev);
+            rdma_destroy_id(req);
+            continue;
+        }
+        rdma_ack_cm_event(ev);
+    }
+    if (rdma_destroy_id(id_) != 0) RPMA_LOG_ERROR("rdma_destroy_id: %s", std::strerror(errno));
+    rdma_destroy_event_channel(ch_);
+}
+
+}  // namespace rpma::verbs

@@ -1,0 +1,28 @@
+// A verbs shared receive queue (rpma_srq): receives posted here serve every queue pair made with
+// it, and their completions go to the RCQ each connection names.
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <sys/types.h>
+
+#include "provider/provider.h"
+
+namespace rpma::verbs {
+
+class SharedRecvQueue final : public prov::SharedRecvQueue {
+  public:
+    static int create(ibv_pd *pd, uint32_t size, std::unique_ptr<prov::SharedRecvQueue> *out);
+    ~SharedRecvQueue() override;
+    int post(prov::RecvWr r) override;
+    ibv_srq *raw() const noexcept { return srq_; }
+
+  private:
+    explicit SharedRecvQueue(ibv_srq *srq) noexcept;
+    ibv_srq *srq_;
+    pid_t pid_;
+};
+
+// The scatter entry of a receive, and the work request naming it (num_sge 0 without a buffer).
+void fill_recv(const prov::RecvWr &r, ibv_sge *sge, ibv_recv_wr *wr) noexcept;
+
+}  // namespace rpma::verbs
