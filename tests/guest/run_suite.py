@@ -82,10 +82,10 @@ def check_reference(tests, env):
     print(f"run_suite: the oracle: {want} from {owner.split(':')[0]}", flush=True)
 
 
-def run_one(t, base_env, scale):
+def run_one(t, base_env, scale, overrides):
     p = props(t)
     env = dict(base_env)
-    for kv in p.get("ENVIRONMENT", []):
+    for kv in p.get("ENVIRONMENT", []) + overrides:
         k, _, v = kv.partition("=")
         env[k] = v
     env["RPMA_TEST_TIME_SCALE"] = str(scale)  # the runners and programs scale their own bounds
@@ -127,6 +127,7 @@ def main():
     ap.add_argument("--scale", type=int, default=4, help="multiplies every time bound")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for every test")
+    ap.add_argument("--provider", help="RPMA_PROVIDER for every test, over the test's own")
     ap.add_argument("--list", action="store_true", help="print what would run, run nothing")
     a = ap.parse_args()
 
@@ -165,7 +166,8 @@ def main():
     failed, counts = [], {"pass": 0, "skip": 0, "FAIL": 0}
     start = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-        futures = [pool.submit(run_one, t, env, a.scale) for t in tests]
+        overrides = [f"RPMA_PROVIDER={a.provider}"] if a.provider else []
+        futures = [pool.submit(run_one, t, env, a.scale, overrides) for t in tests]
         for f in concurrent.futures.as_completed(futures):
             name, verdict, secs, rc, out = f.result()
             counts[verdict] += 1
