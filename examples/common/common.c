@@ -207,6 +207,15 @@ void ex_mem_persist(const struct ex_mem *mem, size_t off, size_t len) {
         EX_FAIL("msync: %s", strerror(errno));
 }
 
+void ex_mem_print_earlier(struct ex_mem *mem, const char *path) {
+    char *s = mem->ptr;
+    s[mem->size - 1] = '\0';
+    if (s[0])
+        printf("%s holds \"%s\" from an earlier run\n", path, s);
+    else
+        printf("%s holds no string yet (a new or zeroed file)\n", path);
+}
+
 void ex_mem_unmap(struct ex_mem *mem) {
     if (mem->fd < 0) {
         free(mem->ptr);

@@ -112,4 +112,8 @@ void ex_mem_persist(const struct ex_mem *mem, size_t off, size_t len);
 
 void ex_mem_unmap(struct ex_mem *mem);
 
+/* prints the string an earlier run left at the start of the file mapped in mem (terminating the
+ * mapping with a NUL), or that the file holds none: a new file is all zeros */
+void ex_mem_print_earlier(struct ex_mem *mem, const char *path);
+
 #endif /* EXAMPLES_COMMON_H */
