@@ -45,13 +45,6 @@ void ex_fail_call(const char *why, const char *what_fmt, ...) {
     vfail(why, what_fmt, ap);
 }
 
-const char *ex_fn(const char *call) {
-    static char name[64];
-    size_t n = strcspn(call, "( ");
-    snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1), call);
-    return name;
-}
-
 int ex_time_scale(void) {
     const char *s = getenv("RPMA_TEST_TIME_SCALE");
     int scale = s ? atoi(s) : 1;

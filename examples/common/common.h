@@ -41,16 +41,13 @@ void ex_fail_call(const char *why, const char *what_fmt, ...)
     __attribute__((noreturn, format(printf, 2, 3)));
 
 /* the librpma call must return 0; a failure names the function, never the expression */
-#define EX_CHECK(call)                                                      \
-    do {                                                                    \
-        why_begin();                                                        \
-        int ex_ret_ = (call);                                               \
-        const char *ex_why_ = why_end(ex_ret_);                             \
-        if (ex_ret_ != 0) ex_fail_call(ex_why_, "%s failed", ex_fn(#call)); \
+#define EX_CHECK(call)                                                       \
+    do {                                                                     \
+        why_begin();                                                         \
+        int ex_ret_ = (call);                                                \
+        const char *ex_why_ = why_end(ex_ret_);                              \
+        if (ex_ret_ != 0) ex_fail_call(ex_why_, "%s failed", why_fn(#call)); \
     } while (0)
-
-/* the function name at the start of a call expression, for EX_CHECK */
-const char *ex_fn(const char *call);
 
 /* the condition must hold: a bug in the example, hence the source location */
 #define EX_ASSERT(cond)                                                                 \

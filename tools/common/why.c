@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *g_prog = "rpma";
 
@@ -61,4 +62,11 @@ const char *why_end(int ret) {
 
 int why_logged(void) {
     return t_logged;
+}
+
+const char *why_fn(const char *call) {
+    static _Thread_local char name[64];
+    size_t n = strcspn(call, "( ");
+    snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1), call);
+    return name;
 }

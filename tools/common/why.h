@@ -36,6 +36,10 @@ const char *why_end(int ret);
 /* whether the cause why_end() returned came from the library's log (it then says what failed) */
 int why_logged(void);
 
+/* the function name at the start of a call expression ("rpma_mr_reg" of "rpma_mr_reg(p, ...)"):
+ * error lines name the function, never the expression; valid until this thread's next call */
+const char *why_fn(const char *call);
+
 #ifdef __cplusplus
 }
 #endif

@@ -273,13 +273,15 @@ static int apply_provider(const struct cli *cli, const char *mode) {
                                                    : LOOPBACK_ADDR;
     if (!addr) return 0; /* client without --addr: its own error follows */
     struct ibv_context *dev = NULL;
+    why_begin();
     int ret = rpma_utils_get_ibv_context(
         addr, remote ? RPMA_UTIL_IBV_CONTEXT_REMOTE : RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev);
+    const char *why = why_end(ret);
     if (ret != RPMA_E_PROVIDER) return 0; /* other errors: the command reports them */
     fprintf(stderr,
             "rpma-perf: provider '%s' (RPMA_PROVIDER) is not available in this librpma for %s: "
             "%s\n",
-            provider_name(), addr, rpma_err_2str(ret));
+            provider_name(), addr, why);
     return -1;
 }
 
@@ -608,6 +610,8 @@ int main(int argc, char *argv[]) {
                             .verbose = true}};
     const char *mode = argv[1];
     if (parse(argc, argv, &cli)) return 2;
+    /* what librpma logs about a failure goes into our error lines (why.h) */
+    why_init("rpma-perf");
     cli.c.progress = !cli.json && isatty(STDERR_FILENO);
     if (apply_provider(&cli, mode)) return 1;
 

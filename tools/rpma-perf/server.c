@@ -62,10 +62,10 @@ struct tally {
     uint64_t u0, s0, t0, msgs, bytes;
 };
 
-static int srv_err(int id, const char *call, int ret) {
-    fprintf(stderr, "rpma-perf server: session %d: %s: %s (%d)\n", id, call, rpma_err_2str(ret),
-            ret);
-    return ret;
+static int srv_err(int id, const char *what, int ret) {
+    char who[32];
+    snprintf(who, sizeof(who), "server: session %d", id);
+    return perf_err(who, -1, what, ret);
 }
 
 static void session_free(struct session *s) {
@@ -429,7 +429,6 @@ int perf_server(const struct server_opts *o) {
     struct rpma_peer_cfg *pcfg = NULL;
     struct rpma_ep *ep = NULL;
     struct rpma_conn_cfg *cfg = NULL;
-    struct ibv_context *dev = NULL;
     char port[16];
 
     void *region = region_map(o, &mapped, &err);
@@ -442,16 +441,15 @@ int perf_server(const struct server_opts *o) {
     /* readers check what they get against this; writers write the same words back */
     perf_pattern_fill(region, mapped, 0);
 
-#define SRV_TRY(call)                                                                           \
-    do {                                                                                        \
-        if ((ret = (call))) {                                                                   \
-            fprintf(stderr, "rpma-perf server: %s: %s (%d)\n", #call, rpma_err_2str(ret), ret); \
-            goto out;                                                                           \
-        }                                                                                       \
+#define SRV_TRY(call)                                   \
+    do {                                                \
+        if ((ret = PERF_CALL(call))) {                  \
+            perf_err("server", -1, why_fn(#call), ret); \
+            goto out;                                   \
+        }                                               \
     } while (0)
 
-    SRV_TRY(rpma_utils_get_ibv_context(o->addr, RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev));
-    SRV_TRY(rpma_peer_new(dev, &c.peer));
+    if (!(c.peer = perf_peer_new("server", o->addr, true))) goto out;
     SRV_TRY(rpma_mr_reg(c.peer, region, mapped,
                         RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_DST |
                             RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
@@ -482,12 +480,16 @@ int perf_server(const struct server_opts *o) {
     int p0 = atoi(o->port), tries = o->port_tries > 0 ? o->port_tries : 1;
     for (int i = 0; i < tries; i++) {
         snprintf(port, sizeof(port), "%d", p0 + i);
-        ret = rpma_ep_listen(c.peer, o->addr, port, &ep);
+        ret = PERF_CALL(rpma_ep_listen(c.peer, o->addr, port, &ep));
         if (ret == 0 || ret != RPMA_E_PROVIDER) break;
     }
     if (ret) {
-        fprintf(stderr, "rpma-perf server: cannot listen on %s:%s%s: %s\n", o->addr, o->port,
-                tries > 1 ? " (and the ports above)" : "", rpma_err_2str(ret));
+        char what[300];
+        snprintf(what, sizeof(what), "cannot listen on %s:%s", o->addr, port);
+        if (tries > 1)
+            fprintf(stderr, "rpma-perf server: no free port from %s to %s; the last one:\n",
+                    o->port, port);
+        perf_err("server", -1, what, ret);
         goto out;
     }
     if (o->verbose)
