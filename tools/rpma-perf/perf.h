@@ -16,7 +16,6 @@
 
 #include "why.h"
 
-#define PERF_DEFAULT_PORT "7204"
 #define PERF_DEFAULT_REGION (64u << 20)
 #define PERF_MAX_IODEPTH 1024
 #define PERF_MAX_CONNS 64
