@@ -1,8 +1,11 @@
 # Debian packages with CPack: `cpack -G DEB` in the build folder (or `cmake --build build --target
-# package`) makes the two binary packages Debian builds from upstream librpma, under the same names:
+# package`) makes the two binary packages Debian builds from upstream librpma, under the same names,
+# and one for the tools:
 #   librpma0     install component Runtime: librpma.so.0*
 #   librpma-dev  install component Development: librpma.h, librpma.so, librpma.a, librpma.pc,
-#                the CMake package and the man pages
+#                the CMake package and the man pages of sections 3 and 7
+#   rpma-tools   install component Tools: rpma-perf and rpma-perf(1) (a name of our own: Debian
+#                has no tools package for librpma)
 # Sharing Debian's names is what makes them replace Debian's packages: dpkg and apt see another
 # version of librpma0 and librpma-dev (1.3.0-1 against bookworm's 1.2.0-1), so installing them
 # upgrades Debian's and removes its files. Replaces/Conflicts/Provides naming the packages
@@ -37,9 +40,11 @@ if(RPMA_GZIP)
   endif()
 endif()
 
-foreach(pkg librpma0 librpma-dev)
+foreach(pkg librpma0 librpma-dev rpma-tools)
   if(pkg STREQUAL "librpma0")
     set(comp RuntimeDebDoc)
+  elseif(pkg STREQUAL "rpma-tools")
+    set(comp ToolsDebDoc)
   else()
     set(comp DevelopmentDebDoc)
   endif()
@@ -86,11 +91,16 @@ set(CPACK_STRIP_FILES ON)
 set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/deb/compress-man.cmake)
 
 set(CPACK_COMPONENTS_ALL Runtime RuntimeDebDoc Development DevelopmentDebDoc)
+if(TARGET rpma-perf)
+  list(APPEND CPACK_COMPONENTS_ALL Tools ToolsDebDoc)
+endif()
 set(CPACK_COMPONENTS_GROUPING ONE_PER_GROUP)
 set(CPACK_COMPONENT_RUNTIME_GROUP libs)
 set(CPACK_COMPONENT_RUNTIMEDEBDOC_GROUP libs)
 set(CPACK_COMPONENT_DEVELOPMENT_GROUP dev)
 set(CPACK_COMPONENT_DEVELOPMENTDEBDOC_GROUP dev)
+set(CPACK_COMPONENT_TOOLS_GROUP tools)
+set(CPACK_COMPONENT_TOOLSDEBDOC_GROUP tools)
 
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)            # NAME_VERSION-REVISION_ARCH.deb
@@ -159,5 +169,16 @@ ${_rpma_deb_about}
 
 This package contains the header, the static library, the pkg-config file,
 the CMake package and the man pages.")
+
+# rpma-tools: rpma-perf, built against this very librpma0. dpkg-shlibdeps cannot resolve
+# librpma.so.0 before librpma0 is installed, so the Depends are written out.
+set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME rpma-tools)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "librpma0 (= ${RPMA_DEB_VERSION}), libc6 (>= 2.34)")
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION "remote persistent memory access library over TCP (tools)
+${_rpma_deb_about}
+
+This package contains rpma-perf, which measures, soak-tests and
+demonstrates rpma over the network or the loopback address.")
 
 include(CPack)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # install-deps.sh -- installs what building and testing rpma needs on Debian (bookworm), as root.
-# Only missing packages are installed; apt-get update runs only when something is missing.
+# Only missing packages are installed; apt-get update runs only when something is missing. When
+# another apt holds the dpkg or apt lock, it waits (up to 10 minutes; scripts/apt-get-wait).
 set -euo pipefail
 
 # The one list of build and test dependencies.
@@ -47,13 +48,14 @@ else
     SUDO=()
 fi
 
-export DEBIAN_FRONTEND=noninteractive
+# apt-get, waiting for another apt (unattended-upgrades, say) to release its lock
+APT=("${SUDO[@]}" "$(dirname "${BASH_SOURCE[0]}")/apt-get-wait" -q)
 echo "install-deps: installing ${missing[*]} ${missing_optional[*]}"
-"${SUDO[@]}" apt-get update -q
+"${APT[@]}" update
 if [[ ${#missing[@]} -gt 0 ]]; then
-    "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+    "${APT[@]}" install -y --no-install-recommends "${missing[@]}"
 fi
 for p in "${missing_optional[@]}"; do
-    "${SUDO[@]}" apt-get install -y -q --no-install-recommends "$p" ||
+    "${APT[@]}" install -y --no-install-recommends "$p" ||
         echo "install-deps: optional package $p is not available; continuing" >&2
 done

@@ -72,7 +72,8 @@ if [[ $(id -u) -ne 0 ]]; then
     if command -v sudo >/dev/null; then SUDO=(sudo); else SUDO=(false); fi
 fi
 export DEBIAN_FRONTEND=noninteractive
-APT=("${SUDO[@]}" apt-get -q -o DPkg::Lock::Timeout=600 -o Acquire::http::Timeout=30 -o Acquire::Retries=2)
+# apt-get-wait waits for another apt's lock (the dpkg lock and apt-get update's lists lock)
+APT=("${SUDO[@]}" "$REPO/scripts/apt-get-wait" -q -o Acquire::http::Timeout=30 -o Acquire::Retries=2)
 
 installed() { [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == "install ok installed" ]]; }
 # What fio's configure needs for the librpma engines (libverbs + rdmacm + libpmem, protobuf-c for

@@ -6,7 +6,8 @@ Usage: python3 docs/man/mkman.py [OUTDIR]
 
 The page texts are in pages.py (same folder). Each SYNOPSIS is cut from include/librpma.h, so it
 cannot drift from the header. The output is checked in; tests/man checks that it is up to date.
-librpma(7) and rpma-perf(1) are written directly in roff (man7/, man1/).
+librpma(7) is written directly in roff (man7/); rpma-perf(1) (man1/) is made by
+tools/rpma-perf/mkcli.py, from the same source as its --help, with the helpers below.
 
 Markup in the texts (pages.py):
   [[rpma_flush]]    a reference: bold name and section, (3) for rpma_*, (7) for librpma

@@ -27,8 +27,7 @@ int main(int argc, char *argv[]) {
     ex_mem_map(path, SIZE, &mem);
     char *dst = mem.ptr;
     if (path) {
-        dst[SIZE - 1] = '\0';
-        printf("%s holds \"%s\" from an earlier run\n", path, dst);
+        ex_mem_print_earlier(&mem, path);
     } else {
         printf("no file given: reading into DRAM\n");
     }

@@ -24,9 +24,8 @@ int main(int argc, char *argv[]) {
     struct ex_mem mem;
     ex_mem_map(path, SIZE, &mem);
     char *buf = mem.ptr;
-    buf[SIZE - 1] = '\0';
     if (path)
-        printf("%s holds \"%s\" from an earlier run\n", path, buf);
+        ex_mem_print_earlier(&mem, path);
     else
         printf("no file given: exposing DRAM\n");
     /* start empty, so that what is printed at the end is surely this client's */

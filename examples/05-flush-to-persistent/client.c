@@ -63,14 +63,16 @@ int main(int argc, char *argv[]) {
     enum rpma_flush_type type = RPMA_FLUSH_TYPE_VISIBILITY;
     if (want_persistent) {
         if (direct && (flush_types & RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT)) {
-            /* until the peer's configuration is applied, the connection refuses PERSISTENT */
+            /* until the peer's configuration is applied, the connection refuses PERSISTENT;
+             * why_end() gives the reason the library logs */
+            why_begin();
             int ret = rpma_flush(conn, dst_mr, 0, len, RPMA_FLUSH_TYPE_PERSISTENT,
                                  RPMA_F_COMPLETION_ALWAYS, NULL);
+            const char *why = why_end(ret);
             if (ret != RPMA_E_NOSUPP)
                 EX_FAIL("PERSISTENT flush before applying the peer cfg: %s, expected %s",
                         rpma_err_2str(ret), rpma_err_2str(RPMA_E_NOSUPP));
-            printf("before applying the peer cfg a PERSISTENT flush is refused: %s\n",
-                   rpma_err_2str(ret));
+            printf("before applying the peer cfg a PERSISTENT flush is refused: %s\n", why);
             type = RPMA_FLUSH_TYPE_PERSISTENT;
         } else {
             printf("the server cannot persist this memory: using VISIBILITY instead\n");

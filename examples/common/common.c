@@ -13,15 +13,36 @@
 #include <time.h>
 #include <unistd.h>
 
-void ex_fail(const char *file, int line, const char *fmt, ...) {
-    va_list ap;
+/* "05-flush-to-persistent/server": the example's folder and the program */
+static char g_prog[128] = "example";
+
+static void __attribute__((noreturn)) vfail(const char *why, const char *fmt, va_list ap) {
+    char what[512];
+    vsnprintf(what, sizeof(what), fmt, ap);
     fflush(stdout);
-    fprintf(stderr, "%s:%d: ", file, line);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
+    if (why)
+        fprintf(stderr, "%s: %s: %s\n", g_prog, what, why);
+    else
+        fprintf(stderr, "%s: %s\n", g_prog, what);
     exit(1);
+}
+
+void ex_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(NULL, fmt, ap);
+}
+
+void ex_fail_call(const char *why, const char *what_fmt, ...) {
+    if (why_logged()) {
+        /* the library's message says what failed and why */
+        fflush(stdout);
+        fprintf(stderr, "%s: %s\n", g_prog, why);
+        exit(1);
+    }
+    va_list ap;
+    va_start(ap, what_fmt);
+    vfail(why, what_fmt, ap);
 }
 
 int ex_time_scale(void) {
@@ -31,6 +52,15 @@ int ex_time_scale(void) {
 }
 
 void ex_start(void) {
+    const char *path = program_invocation_name, *base = strrchr(path, '/');
+    if (base) {
+        const char *dir = base;
+        while (dir > path && dir[-1] != '/') dir--;
+        snprintf(g_prog, sizeof(g_prog), "%s", dir);
+    } else {
+        snprintf(g_prog, sizeof(g_prog), "%s", path);
+    }
+    why_init(g_prog);
     setvbuf(stdout, NULL, _IOLBF, 0);
     /* SIGALRM's default action ends the process */
     alarm(EX_BACKSTOP_S);
@@ -38,8 +68,12 @@ void ex_start(void) {
 
 struct rpma_peer *ex_peer_new(const char *addr, bool server) {
     struct ibv_context *dev = NULL;
-    EX_CHECK(rpma_utils_get_ibv_context(
-        addr, server ? RPMA_UTIL_IBV_CONTEXT_LOCAL : RPMA_UTIL_IBV_CONTEXT_REMOTE, &dev));
+    why_begin();
+    int ret = rpma_utils_get_ibv_context(
+        addr, server ? RPMA_UTIL_IBV_CONTEXT_LOCAL : RPMA_UTIL_IBV_CONTEXT_REMOTE, &dev);
+    const char *why = why_end(ret);
+    if (ret)
+        ex_fail_call(why, "no device %s %s", server ? "with the local address" : "to reach", addr);
     struct rpma_peer *peer = NULL;
     EX_CHECK(rpma_peer_new(dev, &peer));
     return peer;
@@ -47,7 +81,10 @@ struct rpma_peer *ex_peer_new(const char *addr, bool server) {
 
 struct rpma_ep *ex_listen(struct rpma_peer *peer, const char *addr, const char *port) {
     struct rpma_ep *ep = NULL;
-    EX_CHECK(rpma_ep_listen(peer, addr, port, &ep));
+    why_begin();
+    int ret = rpma_ep_listen(peer, addr, port, &ep);
+    const char *why = why_end(ret);
+    if (ret) ex_fail_call(why, "cannot listen on %s:%s", addr, port);
     printf("listening on %s:%s\n", addr, port);
     return ep;
 }
@@ -112,9 +149,14 @@ struct rpma_conn *ex_accept(struct rpma_conn_req **req, const void *pdata, size_
 struct rpma_conn *ex_connect(struct rpma_peer *peer, const char *addr, const char *port,
                              const struct rpma_conn_cfg *cfg, const void *pdata, size_t pdata_len) {
     struct rpma_conn_req *req = NULL;
-    EX_CHECK(rpma_conn_req_new(peer, addr, port, cfg, &req));
+    why_begin();
+    int ret = rpma_conn_req_new(peer, addr, port, cfg, &req);
+    const char *why = why_end(ret);
+    if (ret) ex_fail_call(why, "cannot connect to %s:%s", addr, port);
     struct rpma_conn *conn = start(&req, pdata, pdata_len);
-    ex_expect_event(conn, RPMA_CONN_ESTABLISHED);
+    enum rpma_conn_event ev = ex_next_event(conn);
+    if (ev != RPMA_CONN_ESTABLISHED)
+        EX_FAIL("cannot connect to %s:%s: %s", addr, port, rpma_utils_conn_event_2str(ev));
     return conn;
 }
 
@@ -205,6 +247,15 @@ void ex_mem_persist(const struct ex_mem *mem, size_t off, size_t len) {
     size_t begin = off & ~(page - 1);
     if (msync((char *)mem->ptr + begin, off + len - begin, MS_SYNC) != 0)
         EX_FAIL("msync: %s", strerror(errno));
+}
+
+void ex_mem_print_earlier(struct ex_mem *mem, const char *path) {
+    char *s = mem->ptr;
+    s[mem->size - 1] = '\0';
+    if (s[0])
+        printf("%s holds \"%s\" from an earlier run\n", path, s);
+    else
+        printf("%s holds no string yet (a new or zeroed file)\n", path);
 }
 
 void ex_mem_unmap(struct ex_mem *mem) {

@@ -4,8 +4,9 @@
  * waiting (always with a time limit) for connection events and completions, and mapping memory
  * that may be backed by a file.
  *
- * On any failure the helpers print what failed and end the process with status 1, so that each
- * example reads as a straight list of steps.
+ * On any failure the helpers print one line, "EXAMPLE/PROGRAM: what went wrong", and end the
+ * process with status 1, so that each example reads as a straight list of steps. A failed librpma
+ * call is reported with the cause the library logged (why.h, shared with rpma-perf).
  */
 #ifndef EXAMPLES_COMMON_H
 #define EXAMPLES_COMMON_H
@@ -17,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "why.h"
+
 /* RPMA_TEST_TIME_SCALE (default 1) multiplies the two bounds below, for slow machines such as the
  * emulated soft-RoCE guest the test suite also runs the examples in */
 int ex_time_scale(void);
@@ -27,26 +30,33 @@ int ex_time_scale(void);
 /* the longest an example may run at all; a hang ends the process instead of the test run */
 #define EX_BACKSTOP_S (60 * ex_time_scale())
 
-/* prints "file:line: message" to stderr and exits with status 1 */
-void ex_fail(const char *file, int line, const char *fmt, ...)
-    __attribute__((noreturn, format(printf, 3, 4)));
+/* prints "PROGRAM: message" to stderr and exits with status 1 */
+void ex_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
-#define EX_FAIL(...) ex_fail(__FILE__, __LINE__, __VA_ARGS__)
+#define EX_FAIL(...) ex_fail(__VA_ARGS__)
 
-/* the librpma call must return 0 */
-#define EX_CHECK(call)                                                             \
-    do {                                                                           \
-        int ex_ret_ = (call);                                                      \
-        if (ex_ret_ != 0) EX_FAIL("%s failed: %s", #call, rpma_err_2str(ex_ret_)); \
+/* after a librpma call failed (why: what why_end() returned): prints the cause the library logged,
+ * or else "what: why", and exits with status 1 */
+void ex_fail_call(const char *why, const char *what_fmt, ...)
+    __attribute__((noreturn, format(printf, 2, 3)));
+
+/* the librpma call must return 0; a failure names the function, never the expression */
+#define EX_CHECK(call)                                                       \
+    do {                                                                     \
+        why_begin();                                                         \
+        int ex_ret_ = (call);                                                \
+        const char *ex_why_ = why_end(ex_ret_);                              \
+        if (ex_ret_ != 0) ex_fail_call(ex_why_, "%s failed", why_fn(#call)); \
     } while (0)
 
-/* the condition must hold */
-#define EX_ASSERT(cond)                                      \
-    do {                                                     \
-        if (!(cond)) EX_FAIL("assertion failed: %s", #cond); \
+/* the condition must hold: a bug in the example, hence the source location */
+#define EX_ASSERT(cond)                                                                 \
+    do {                                                                                \
+        if (!(cond)) EX_FAIL("%s:%d: assertion failed: %s", __FILE__, __LINE__, #cond); \
     } while (0)
 
-/* line-buffered stdout and the time backstop; call first in main() */
+/* line-buffered stdout, the time backstop and the library's causes in error lines (why.h); call
+ * first in main() */
 void ex_start(void);
 
 /* a peer on the device behind addr; a server looks for a local address, a client a remote one */
@@ -111,5 +121,9 @@ void ex_mem_map(const char *path, size_t size, struct ex_mem *mem);
 void ex_mem_persist(const struct ex_mem *mem, size_t off, size_t len);
 
 void ex_mem_unmap(struct ex_mem *mem);
+
+/* prints the string an earlier run left at the start of the file mapped in mem (terminating the
+ * mapping with a NUL), or that the file holds none: a new file is all zeros */
+void ex_mem_print_earlier(struct ex_mem *mem, const char *path);
 
 #endif /* EXAMPLES_COMMON_H */

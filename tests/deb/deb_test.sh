@@ -26,7 +26,9 @@ step "cpack -G DEB"
 arch=$(dpkg --print-architecture)
 lib_deb=$scratch/pkg/librpma0_${version}-1_${arch}.deb
 dev_deb=$scratch/pkg/librpma-dev_${version}-1_${arch}.deb
-[[ -f $lib_deb && -f $dev_deb ]] || { ls -l "$scratch/pkg"; die "expected $lib_deb and $dev_deb"; }
+tools_deb=$scratch/pkg/rpma-tools_${version}-1_${arch}.deb
+[[ -f $lib_deb && -f $dev_deb && -f $tools_deb ]] ||
+    { ls -l "$scratch/pkg"; die "expected $lib_deb, $dev_deb and $tools_deb"; }
 
 step "control fields"
 field() { dpkg-deb -f "$1" "$2"; }
@@ -35,7 +37,7 @@ expect() { # DEB FIELD VALUE
     got=$(field "$1" "$2")
     [[ $got == "$3" ]] || die "$(basename "$1"): $2 is '$got', expected '$3'"
 }
-for deb in "$lib_deb" "$dev_deb"; do
+for deb in "$lib_deb" "$dev_deb" "$tools_deb"; do
     expect "$deb" Version "${version}-1"
     expect "$deb" Architecture "$arch"
     expect "$deb" Source rpma
@@ -51,6 +53,10 @@ expect "$lib_deb" Section libs
 expect "$dev_deb" Package librpma-dev
 expect "$dev_deb" Section libdevel
 expect "$dev_deb" Depends "librpma0 (= ${version}-1), libibverbs-dev"
+expect "$tools_deb" Package rpma-tools
+expect "$tools_deb" Section utils
+[[ $(field "$tools_deb" Depends) == "librpma0 (= ${version}-1), "* ]] ||
+    die "rpma-tools Depends '$(field "$tools_deb" Depends)' does not start with librpma0 (= ${version}-1)"
 lib_depends=$(field "$lib_deb" Depends)
 for dep in libc6 libstdc++6; do
     [[ ", $lib_depends" == *", $dep ("* ]] || die "librpma0 Depends '$lib_depends' lacks $dep"
@@ -71,6 +77,7 @@ grep -qx 'activate-noawait ldconfig' "$scratch/control/triggers" || die "no ldco
 step "contents"
 dpkg-deb -c "$lib_deb" | awk '{ print $6 }' | sed 's|^\./|/|' | sort >"$scratch/lib.files"
 dpkg-deb -c "$dev_deb" | awk '{ print $6 }' | sed 's|^\./|/|' | sort >"$scratch/dev.files"
+dpkg-deb -c "$tools_deb" | awk '{ print $6 }' | sed 's|^\./|/|' | sort >"$scratch/tools.files"
 has() { grep -Eq "$2" "$scratch/$1.files" || die "$1 package lacks a file matching $2"; }
 lacks() { ! grep -Eq "$2" "$scratch/$1.files" || die "$1 package has a file matching $2"; }
 has lib '^/usr/lib/(.+/)?librpma\.so\.0$'
@@ -86,15 +93,26 @@ has dev '^/usr/lib/(.+/)?cmake/rpma/rpmaConfig\.cmake$'
 has dev '^/usr/share/doc/librpma-dev/copyright$'
 has dev '^/usr/share/doc/librpma-dev/changelog\.Debian\.gz$'
 lacks dev 'librpma\.so\.0'
-uncompressed=$(grep -E '/share/man/.+/[^/]+$' "$scratch/dev.files" | grep -v '\.gz$' || true)
+lacks dev '/man1/|/bin/'
+has tools '^/usr/bin/rpma-perf$'
+has tools '^/usr/share/man/man1/rpma-perf\.1\.gz$'
+has tools '^/usr/share/doc/rpma-tools/copyright$'
+has tools '^/usr/share/doc/rpma-tools/changelog\.Debian\.gz$'
+lacks tools 'librpma'
+uncompressed=$(grep -hE '/share/man/.+/[^/]+$' "$scratch/dev.files" "$scratch/tools.files" |
+    grep -v '\.gz$' || true)
 [[ -z $uncompressed ]] || die "man pages not compressed: $uncompressed"
-# a path in both packages would make dpkg refuse the second (directories aside)
-both=$(comm -12 <(grep -v '/$' "$scratch/lib.files") <(grep -v '/$' "$scratch/dev.files"))
-[[ -z $both ]] || die "files in both packages: $both"
+# a path in two packages would make dpkg refuse the second (directories aside)
+for pair in "lib dev" "lib tools" "dev tools"; do
+    read -r a b <<<"$pair"
+    both=$(comm -12 <(grep -v '/$' "$scratch/$a.files") <(grep -v '/$' "$scratch/$b.files"))
+    [[ -z $both ]] || die "files in both $a and $b packages: $both"
+done
 
 step "dpkg -x into $scratch/root"
 dpkg -x "$lib_deb" "$scratch/root"
 dpkg -x "$dev_deb" "$scratch/root"
+dpkg -x "$tools_deb" "$scratch/root"
 root=$(cd "$scratch/root" && pwd -P)
 so=$(find "$root/usr/lib" -name librpma.so.0 -print -quit)
 libdir=$(dirname "$so")
@@ -126,6 +144,12 @@ echo "$out"
 loaded=$(sed -n 's/^librpma: //p' <<<"$out")
 [[ -n $loaded && $(readlink -f "$loaded") == $(readlink -f "$so") ]] ||
     die "the consumer ran on '$loaded', not on the packaged $(readlink -f "$so")"
+
+step "the packaged rpma-perf on the packaged librpma.so.0"
+where=$(ldd "$root/usr/bin/rpma-perf" | awk '$1 == "librpma.so.0" { print $3 }')
+[[ $(readlink -f "$where") == $(readlink -f "$so") ]] ||
+    die "ldd: rpma-perf loads librpma.so.0 from '$where', not from $libdir"
+[[ $("$root/usr/bin/rpma-perf" --version) == "rpma-perf $version" ]] || die "rpma-perf --version"
 
 rm -rf "$scratch"
 echo "deb test passed"

@@ -40,8 +40,8 @@ die() {
 
 installed() { [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == "install ok installed" ]]; }
 
-apt_locked_run() { # apt-get, waiting (up to 10 minutes) for another apt to let go of the lock
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 "$@"
+apt_locked_run() { # apt-get, waiting (up to 10 minutes) for another apt to let go of its lock
+    "$here/../../scripts/apt-get-wait" "$@"
 }
 
 install_packages() {

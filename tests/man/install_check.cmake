@@ -1,12 +1,15 @@
-# Installs the Development component into a scratch prefix and checks that every man page lands
-# under the GNUInstallDirs mandir (the Debian package librpma-dev is made of that component).
+# Installs the Development and Tools components into a scratch prefix and checks that every man
+# page lands under the GNUInstallDirs mandir: sections 3 and 7 with Development (the Debian
+# package librpma-dev), rpma-perf(1) with Tools (rpma-tools).
 # cmake -DBUILD=<build dir> -DPREFIX=<scratch dir> -DMANDIR=<CMAKE_INSTALL_MANDIR> -DSRC=<docs/man>
 file(REMOVE_RECURSE ${PREFIX})
-execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD} --prefix ${PREFIX} --component Development
-  RESULT_VARIABLE rc OUTPUT_QUIET)
-if(rc)
-  message(FATAL_ERROR "cmake --install --component Development failed (${rc}); is the library built?")
-endif()
+foreach(comp Development Tools)
+  execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD} --prefix ${PREFIX} --component ${comp}
+    RESULT_VARIABLE rc OUTPUT_QUIET)
+  if(rc)
+    message(FATAL_ERROR "cmake --install --component ${comp} failed (${rc}); is everything built?")
+  endif()
+endforeach()
 if(IS_ABSOLUTE "${MANDIR}")
   set(dir ${MANDIR})
 else()

@@ -82,9 +82,7 @@ static bool is_write_type(enum perf_op op) {
 }
 
 static int cl_err(const struct worker *w, const char *what, int ret) {
-    fprintf(stderr, "rpma-perf client: connection %d: %s: %s (%d)\n", w ? w->idx : -1, what,
-            rpma_err_2str(ret), ret);
-    return ret ? ret : -1;
+    return perf_err("client", w ? w->idx : -1, what, ret);
 }
 
 /* the next completions; blocking or spinning as asked */
@@ -288,7 +286,10 @@ static int bulk(struct worker *w, bool to_server) {
                                          RPMA_F_COMPLETION_ALWAYS, ctx)
                             : rpma_read(w->conn, w->vmr, off, w->rmr, w->base + off, n,
                                         RPMA_F_COMPLETION_ALWAYS, ctx);
-        if (ret) return cl_err(w, to_server ? "rpma_write(window)" : "rpma_read(window)", ret);
+        if (ret)
+            return cl_err(
+                w, to_server ? "cannot write the check window" : "cannot read the check window",
+                ret);
         if ((ret = wait_ctx(w, CTX_BULK, NULL))) return ret;
     }
     return 0;
@@ -346,13 +347,13 @@ static void verify(struct worker *w) {
 static int send_ctl(struct worker *w, uint32_t imm) {
     int ret = rpma_send_with_imm(w->conn, NULL, 0, 0, RPMA_F_COMPLETION_ALWAYS, imm,
                                  (void *)(uintptr_t)CTX_CTL_SEND);
-    if (ret) return cl_err(w, "rpma_send_with_imm(ctl)", ret);
+    if (ret) return cl_err(w, "cannot send a control message", ret);
     return wait_ctx(w, CTX_CTL_SEND, NULL);
 }
 
 static int post_stats_recv(struct worker *w) {
     int ret = rpma_recv(w->conn, w->cmr, 0, sizeof(*w->cbuf), (void *)(uintptr_t)CTX_CTL_RECV);
-    return ret ? cl_err(w, "rpma_recv(stats)", ret) : 0;
+    return ret ? cl_err(w, "cannot post the receive for the server's statistics", ret) : 0;
 }
 
 static void *worker_main(void *arg) {
@@ -439,10 +440,11 @@ static int worker_setup(struct worker *w, struct rpma_peer *peer, const struct r
     for (int s = 0; s < w->slots; s++) w->free_slots[s] = w->slots - 1 - s;
     w->nfree = w->slots;
     const int lusage = RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_SEND;
-    if ((ret = rpma_mr_reg(peer, w->lbuf, lsize, lusage, &w->lmr)))
-        return cl_err(w, "rpma_mr_reg(data)", ret);
-    if ((ret = rpma_mr_reg(peer, w->cbuf, sizeof(*w->cbuf), RPMA_MR_USAGE_RECV, &w->cmr)))
-        return cl_err(w, "rpma_mr_reg(ctl)", ret);
+    if ((ret = PERF_CALL(rpma_mr_reg(peer, w->lbuf, lsize, lusage, &w->lmr))))
+        return cl_err(w, "cannot register the data buffers", ret);
+    if ((ret =
+             PERF_CALL(rpma_mr_reg(peer, w->cbuf, sizeof(*w->cbuf), RPMA_MR_USAGE_RECV, &w->cmr))))
+        return cl_err(w, "cannot register the control buffer", ret);
     if (perf_op_answered(o->op)) {
         w->asize = o->op == OP_SEND_RECV ? (w->size + 63) & ~(size_t)63 : PERF_ANSWER_SLOT;
         size_t msize = (size_t)w->slots * (PERF_ANSWER_SLOT + w->asize);
@@ -450,9 +452,9 @@ static int worker_setup(struct worker *w, struct rpma_peer *peer, const struct r
             fprintf(stderr, "rpma-perf client: out of memory\n");
             return -1;
         }
-        if ((ret = rpma_mr_reg(peer, w->mbuf, msize, RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV,
-                               &w->mmr)))
-            return cl_err(w, "rpma_mr_reg(messages)", ret);
+        if ((ret = PERF_CALL(rpma_mr_reg(peer, w->mbuf, msize,
+                                         RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV, &w->mmr))))
+            return cl_err(w, "cannot register the message buffers", ret);
     }
 
     struct perf_hello hello = {.magic = PERF_HELLO_MAGIC,
@@ -484,9 +486,9 @@ static int worker_setup(struct worker *w, struct rpma_peer *peer, const struct r
         fprintf(stderr, "rpma-perf client: out of memory\n");
         return -1;
     }
-    if ((ret = rpma_mr_reg(peer, w->vbuf, win, RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST,
-                           &w->vmr)))
-        return cl_err(w, "rpma_mr_reg(window)", ret);
+    if ((ret = PERF_CALL(rpma_mr_reg(peer, w->vbuf, win,
+                                     RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST, &w->vmr))))
+        return cl_err(w, "cannot register the check window", ret);
     /* sources hold what the server region holds at their target */
     if (o->op != OP_READ)
         for (int s = 0; s < w->slots; s++)
@@ -558,28 +560,20 @@ int perf_client(const struct client_opts *o, struct client_result *r) {
     int ret, rc = 1;
     struct rpma_peer *peer = NULL;
     struct rpma_conn_cfg *cfg = NULL;
-    struct ibv_context *dev = NULL;
     struct worker *ws = calloc((size_t)o->conns, sizeof(*ws));
     atomic_bool wd_done = false;
     pthread_t wd;
     bool wd_started = false;
     if (!ws) return 1;
 
-    if ((ret = rpma_utils_get_ibv_context(o->addr, RPMA_UTIL_IBV_CONTEXT_REMOTE, &dev))) {
-        cl_err(NULL, "rpma_utils_get_ibv_context", ret);
-        goto out;
-    }
-    if ((ret = rpma_peer_new(dev, &peer))) {
-        cl_err(NULL, "rpma_peer_new", ret);
-        goto out;
-    }
+    if (!(peer = perf_peer_new("client", o->addr, false))) goto out;
     uint32_t q = (uint32_t)(2 * o->iodepth + (perf_op_answered(o->op) ? ANSWERED_SQ_SPARE : 8));
     if ((ret = rpma_conn_cfg_new(&cfg)) || (ret = rpma_conn_cfg_set_sq_size(cfg, q)) ||
         (ret = rpma_conn_cfg_set_cq_size(cfg, q + 8)) ||
         /* gpspm, send-recv: a receive per operation in flight for its answer */
         (ret = rpma_conn_cfg_set_rq_size(cfg, perf_op_answered(o->op) ? q : 4)) ||
         (ret = rpma_conn_cfg_set_timeout(cfg, PERF_EVENT_MS))) {
-        cl_err(NULL, "conn cfg", ret);
+        cl_err(NULL, "cannot configure the connections", ret);
         goto out;
     }
     for (int i = 0; i < o->conns; i++) {

@@ -15,49 +15,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "perf.h"
 
 #define LOOPBACK_ADDR "127.0.0.1"
 #define LOOPBACK_PORT_TRIES 64
 #define TOUR_TIME_S 3.0
 
+/* the text comes from tools/rpma-perf/cli.py, as the man page does */
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage:\n"
-            "  rpma-perf server [--addr A] [--port P] [--size BYTES] [--pmem FILE]\n"
-            "  rpma-perf client --addr A [--port P] --op OP [--size N] [--iodepth D]\n"
-            "                   [--connections N] [--time S | --count N] [--busy-poll]\n"
-            "                   [--server-mode wait|poll] [--json]\n"
-            "  rpma-perf loopback [client options, --addr defaults to 127.0.0.1]\n"
-            "  rpma-perf tour [--time S] [--json]\n"
-            "  rpma-perf soak [--addr A] [--port P] [--time S] [--connections N] [--iodepth D]\n"
-            "                 [--size MAX] [--window BYTES] [--interval S] [--seed X]\n"
-            "  every command also takes --provider tcp|shm|auto\n"
-            "\n"
-            "OP: read, write, write-flush, write-flush-persistent, atomic-write, send, write-imm,\n"
-            "    gpspm (a write, then a flush request by send that the server's thread answers),\n"
-            "    send-recv (a send that the server's thread answers with the same bytes)\n"
-            "  --size N         bytes per operation (default 4096; atomic-write is always 8);\n"
-            "                   for server: region size (default %u MiB)\n"
-            "  --iodepth D      operations in flight per connection (default 1, max %d)\n"
-            "  --connections N  connections, one thread each (default 1, max %d)\n"
-            "  --time S         run S seconds (default 5)\n"
-            "  --count N        run N operations per connection instead\n"
-            "  --busy-poll      spin on rpma_cq_get_wc instead of sleeping in rpma_cq_wait\n"
-            "  --server-mode M  gpspm, send-recv: the server's thread waits in rpma_cq_wait\n"
-            "                   (wait) or spins on rpma_cq_get_wc (poll); default: as the client\n"
-            "  --json           print one JSON object instead of the report\n"
-            "  --pmem FILE      server: map FILE (created if needed) instead of anonymous memory\n"
-            "  --provider P     tcp, shm or auto: sets RPMA_PROVIDER=P for this process and the\n"
-            "                   loopback server (auto unsets it: librpma chooses); default: the\n"
-            "                   environment as it is\n"
-            "soak: mixed writes, reads, flushes and atomic writes of random sizes (up to --size,\n"
-            "  default 64 KiB) at random offsets, every byte read checked against what was\n"
-            "  written; a status line every --interval s (default 10), default --time 60,\n"
-            "  4 connections, iodepth 8, windows of --window (default 4 MiB) per connection.\n"
-            "  Without --addr it starts its own server on 127.0.0.1. Exits 1 on any mismatch.\n"
-            "Sizes take K, M and G suffixes (powers of 1024).\n",
-            PERF_DEFAULT_REGION >> 20, PERF_MAX_IODEPTH, PERF_MAX_CONNS);
+    fputs(perf_cli_usage, f);
+}
+
+static void version(void) {
+    printf("rpma-perf %s\n", PERF_VERSION);
 }
 
 static int parse_size(const char *s, uint64_t *out) {
@@ -94,29 +65,10 @@ struct cli {
 };
 
 static int parse(int argc, char *argv[], struct cli *cli) {
-    static const struct option opts[] = {{"addr", required_argument, NULL, 'a'},
-                                         {"port", required_argument, NULL, 'p'},
-                                         {"size", required_argument, NULL, 's'},
-                                         {"pmem", required_argument, NULL, 'f'},
-                                         {"op", required_argument, NULL, 'o'},
-                                         {"iodepth", required_argument, NULL, 'd'},
-                                         {"connections", required_argument, NULL, 'c'},
-                                         {"time", required_argument, NULL, 't'},
-                                         {"count", required_argument, NULL, 'n'},
-                                         {"busy-poll", no_argument, NULL, 'b'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {"verbose", no_argument, NULL, 'v'},
-                                         {"interval", required_argument, NULL, 'i'},
-                                         {"seed", required_argument, NULL, 'S'},
-                                         {"window", required_argument, NULL, 'w'},
-                                         {"server-mode", required_argument, NULL, 'M'},
-                                         {"provider", required_argument, NULL, 'P'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
     uint64_t v;
     int ch;
     optind = 2;
-    while ((ch = getopt_long(argc, argv, "a:p:s:f:o:d:c:t:n:bjvhi:S:w:M:P:", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, PERF_CLI_SHORT, perf_cli_options, NULL)) != -1) {
         switch (ch) {
             case 'a':
                 cli->c.addr = cli->s.addr = optarg;
@@ -193,6 +145,9 @@ static int parse(int argc, char *argv[], struct cli *cli) {
                 break;
             case 'h':
                 usage(stdout);
+                exit(0);
+            case 'V':
+                version();
                 exit(0);
             default:
                 usage(stderr);
@@ -273,13 +228,15 @@ static int apply_provider(const struct cli *cli, const char *mode) {
                                                    : LOOPBACK_ADDR;
     if (!addr) return 0; /* client without --addr: its own error follows */
     struct ibv_context *dev = NULL;
+    why_begin();
     int ret = rpma_utils_get_ibv_context(
         addr, remote ? RPMA_UTIL_IBV_CONTEXT_REMOTE : RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev);
+    const char *why = why_end(ret);
     if (ret != RPMA_E_PROVIDER) return 0; /* other errors: the command reports them */
     fprintf(stderr,
             "rpma-perf: provider '%s' (RPMA_PROVIDER) is not available in this librpma for %s: "
             "%s\n",
-            provider_name(), addr, rpma_err_2str(ret));
+            provider_name(), addr, why);
     return -1;
 }
 
@@ -593,21 +550,27 @@ int main(int argc, char *argv[]) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
+        version();
+        return 0;
+    }
     setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGPIPE, SIG_IGN);
     struct cli cli = {.c = {.addr = NULL,
-                            .port = PERF_DEFAULT_PORT,
+                            .port = PERF_CLI_DEFAULT_PORT,
                             .op = OP_WRITE,
                             .size = 4096,
                             .iodepth = 1,
                             .conns = 1},
                       .s = {.addr = "0.0.0.0",
-                            .port = PERF_DEFAULT_PORT,
+                            .port = PERF_CLI_DEFAULT_PORT,
                             .size = PERF_DEFAULT_REGION,
                             .ready_fd = -1,
                             .verbose = true}};
     const char *mode = argv[1];
     if (parse(argc, argv, &cli)) return 2;
+    /* what librpma logs about a failure goes into our error lines (why.h) */
+    why_init("rpma-perf");
     cli.c.progress = !cli.json && isatty(STDERR_FILENO);
     if (apply_provider(&cli, mode)) return 1;
 

@@ -14,7 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PERF_DEFAULT_PORT "7204"
+#include "why.h"
+
 #define PERF_DEFAULT_REGION (64u << 20)
 #define PERF_MAX_IODEPTH 1024
 #define PERF_MAX_CONNS 64
@@ -181,6 +182,18 @@ int perf_connect(struct rpma_peer *peer, const char *addr, const char *port,
                  const struct rpma_conn_cfg *cfg, const struct perf_hello *hello, const char *who,
                  int idx, struct rpma_conn **conn, struct rpma_cq **cq,
                  struct rpma_mr_remote **rmr);
+
+/* ---- errors: one plain line with the cause librpma logged (why.h) ---- */
+
+/* runs a librpma call, keeping the cause it logs for perf_err; the call's return value */
+#define PERF_CALL(call) (why_begin(), perf_called(call))
+int perf_called(int ret);
+/* prints "rpma-perf WHO: [connection IDX: ]CAUSE", CAUSE being what librpma logged in this
+ * thread's last failed PERF_CALL, or else "WHAT: " and rpma_err_2str(ret); idx < 0 for none;
+ * returns ret, or -1 for 0 */
+int perf_err(const char *who, int idx, const char *what, int ret);
+/* a peer on the device for addr (a local address for a server); NULL after printing why */
+struct rpma_peer *perf_peer_new(const char *who, const char *addr, bool server);
 
 /* monotonic nanoseconds */
 uint64_t perf_now_ns(void);

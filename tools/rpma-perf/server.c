@@ -52,6 +52,8 @@ struct session {
     struct rpma_mr_local *amr; /* gpspm, send-recv: an answer per receive slot */
     char *abuf;
     uint64_t nanswers;
+    bool stopped;   /* the client's STOP came: the run ended as it should */
+    bool wc_failed; /* a failed completion was reported (one line per session) */
 };
 /* every so many answers is signaled, so that the unsignaled ones are reclaimed */
 #define SRV_ANSWER_SIGNAL 8
@@ -62,10 +64,10 @@ struct tally {
     uint64_t u0, s0, t0, msgs, bytes;
 };
 
-static int srv_err(int id, const char *call, int ret) {
-    fprintf(stderr, "rpma-perf server: session %d: %s: %s (%d)\n", id, call, rpma_err_2str(ret),
-            ret);
-    return ret;
+static int srv_err(int id, const char *what, int ret) {
+    char who[32];
+    snprintf(who, sizeof(who), "server: session %d", id);
+    return perf_err(who, -1, what, ret);
 }
 
 static void session_free(struct session *s) {
@@ -128,13 +130,32 @@ static int answer(struct session *s, uintptr_t slot, const struct ibv_wc *wc) {
     return ret;
 }
 
+/* the line a session ends with: what the server saw of the client's run, by operation */
+static void session_summary(const struct session *s, const struct tally *t,
+                            const struct perf_stats *st) {
+    char seen[96];
+    if (s->op == OP_GPSPM || s->op == OP_SEND_RECV)
+        snprintf(seen, sizeof(seen), "%llu requests answered (warm-up included)",
+                 (unsigned long long)t->msgs);
+    else if (s->op == OP_SEND || s->op == OP_WRITE_IMM)
+        snprintf(seen, sizeof(seen), "%llu messages, %.1f MiB received (warm-up included)",
+                 (unsigned long long)t->msgs, (double)t->bytes / (1 << 20));
+    else /* reads, writes, flushes and atomic writes never reach the application */
+        snprintf(seen, sizeof(seen), "one-sided: served by the library, unseen by this program");
+    printf("session %d: %s done in %.3f s, server CPU %.3f s; %s\n", s->id, perf_op_name(s->op),
+           (double)st->wall_ns / 1e9, (double)(st->cpu_user_ns + st->cpu_sys_ns) / 1e9, seen);
+}
+
 /* one completion; 1 when it was the client's STOP, -1 when it failed, else 0 */
 static int handle_wc(struct session *s, struct tally *t, const struct ibv_wc *wc) {
     if (wc->status != IBV_WC_SUCCESS) {
-        /* the client went away mid-run: its event follows */
-        if (s->verbose)
-            fprintf(stderr, "rpma-perf server: session %d: completion status %d\n", s->id,
-                    (int)wc->status);
+        /* receives still posted when the connection closes come back flushed: expected, and
+         * after anything else the queue flushes too, so one line says all */
+        if (wc->status != IBV_WC_WR_FLUSH_ERR && !s->wc_failed) {
+            s->wc_failed = true;
+            fprintf(stderr, "rpma-perf server: session %d: a %s failed with completion status %d\n",
+                    s->id, wc->opcode == IBV_WC_SEND ? "send" : "receive", (int)wc->status);
+        }
         return -1;
     }
     if (wc->opcode == IBV_WC_SEND) return 0; /* our stats answer went out */
@@ -162,10 +183,8 @@ static int handle_wc(struct session *s, struct tally *t, const struct ibv_wc *wc
         *s->stats = st;
         ret = rpma_send(s->conn, s->smr, 0, sizeof(st), RPMA_F_COMPLETION_ALWAYS, NULL);
         if (ret) srv_err(s->id, "rpma_send(stats)", ret);
-        if (s->verbose)
-            printf("session %d: %llu messages, %.3f s, server CPU %.3f s\n", s->id,
-                   (unsigned long long)t->msgs, (double)st.wall_ns / 1e9,
-                   (double)(st.cpu_user_ns + st.cpu_sys_ns) / 1e9);
+        if (s->verbose) session_summary(s, t, &st);
+        s->stopped = true;
         rc = 1;
     } else {
         t->msgs++;
@@ -222,9 +241,11 @@ static void *session_main(void *arg) {
     struct tally t = {0};
 
     if (wait_event(s->conn, PERF_EVENT_MS) != RPMA_CONN_ESTABLISHED) {
-        fprintf(stderr, "rpma-perf server: session %d: not established\n", s->id);
+        fprintf(stderr, "rpma-perf server: session %d: the connection was not established\n",
+                s->id);
         goto out;
     }
+    if (s->verbose) printf("session %d: a client runs %s\n", s->id, perf_op_name(s->op));
     if ((ret = rpma_conn_get_cq(s->conn, &cq)) || (ret = rpma_cq_get_fd(cq, &cq_fd)) ||
         (ret = rpma_conn_get_event_fd(s->conn, &ev_fd))) {
         srv_err(s->id, "conn getters", ret);
@@ -264,6 +285,9 @@ static void *session_main(void *arg) {
             ret = rpma_conn_next_event(s->conn, &ev);
             if (ret == RPMA_E_NO_EVENT) continue;
             if (ret || ev == RPMA_CONN_CLOSED || ev == RPMA_CONN_LOST) closed = true;
+            if (closed && !s->stopped && !atomic_load(&g_stop))
+                fprintf(stderr, "rpma-perf server: session %d: the client left mid-run (%s)\n",
+                        s->id, ret ? "connection lost" : rpma_utils_conn_event_2str(ev));
         }
     }
 out:
@@ -429,7 +453,6 @@ int perf_server(const struct server_opts *o) {
     struct rpma_peer_cfg *pcfg = NULL;
     struct rpma_ep *ep = NULL;
     struct rpma_conn_cfg *cfg = NULL;
-    struct ibv_context *dev = NULL;
     char port[16];
 
     void *region = region_map(o, &mapped, &err);
@@ -442,16 +465,15 @@ int perf_server(const struct server_opts *o) {
     /* readers check what they get against this; writers write the same words back */
     perf_pattern_fill(region, mapped, 0);
 
-#define SRV_TRY(call)                                                                           \
-    do {                                                                                        \
-        if ((ret = (call))) {                                                                   \
-            fprintf(stderr, "rpma-perf server: %s: %s (%d)\n", #call, rpma_err_2str(ret), ret); \
-            goto out;                                                                           \
-        }                                                                                       \
+#define SRV_TRY(call)                                   \
+    do {                                                \
+        if ((ret = PERF_CALL(call))) {                  \
+            perf_err("server", -1, why_fn(#call), ret); \
+            goto out;                                   \
+        }                                               \
     } while (0)
 
-    SRV_TRY(rpma_utils_get_ibv_context(o->addr, RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev));
-    SRV_TRY(rpma_peer_new(dev, &c.peer));
+    if (!(c.peer = perf_peer_new("server", o->addr, true))) goto out;
     SRV_TRY(rpma_mr_reg(c.peer, region, mapped,
                         RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_DST |
                             RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
@@ -482,12 +504,16 @@ int perf_server(const struct server_opts *o) {
     int p0 = atoi(o->port), tries = o->port_tries > 0 ? o->port_tries : 1;
     for (int i = 0; i < tries; i++) {
         snprintf(port, sizeof(port), "%d", p0 + i);
-        ret = rpma_ep_listen(c.peer, o->addr, port, &ep);
+        ret = PERF_CALL(rpma_ep_listen(c.peer, o->addr, port, &ep));
         if (ret == 0 || ret != RPMA_E_PROVIDER) break;
     }
     if (ret) {
-        fprintf(stderr, "rpma-perf server: cannot listen on %s:%s%s: %s\n", o->addr, o->port,
-                tries > 1 ? " (and the ports above)" : "", rpma_err_2str(ret));
+        char what[300];
+        snprintf(what, sizeof(what), "cannot listen on %s:%s", o->addr, port);
+        if (tries > 1)
+            fprintf(stderr, "rpma-perf server: no free port from %s to %s; the last one:\n",
+                    o->port, port);
+        perf_err("server", -1, what, ret);
         goto out;
     }
     if (o->verbose)

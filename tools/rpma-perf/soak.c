@@ -89,9 +89,7 @@ static void rnd_fill(uint64_t *s, char *p, size_t len) {
 }
 
 static int soak_err(const struct soak_worker *w, const char *what, int ret) {
-    fprintf(stderr, "rpma-perf soak: connection %d: %s: %s (%d)\n", w ? w->idx : -1, what,
-            rpma_err_2str(ret), ret);
-    return ret ? ret : -1;
+    return perf_err("soak", w ? w->idx : -1, what, ret);
 }
 
 /* a length in [1, max], log-uniform so that small and large operations both occur */
@@ -155,7 +153,10 @@ static int bulk(struct soak_worker *w, bool to_server) {
                                          RPMA_F_COMPLETION_ALWAYS, NULL)
                             : rpma_read(w->conn, w->vmr, off, w->rmr, w->base + off, n,
                                         RPMA_F_COMPLETION_ALWAYS, NULL);
-        if (ret) return soak_err(w, to_server ? "rpma_write(window)" : "rpma_read(window)", ret);
+        if (ret)
+            return soak_err(
+                w, to_server ? "cannot write the check window" : "cannot read the check window",
+                ret);
         struct ibv_wc wc;
         int got = 0;
         if ((ret = next_wcs(w, &wc, 1, &got))) return ret;
@@ -337,14 +338,14 @@ static int setup(struct soak_worker *w, struct rpma_peer *peer, const struct rpm
         w->free_slots[s] = depth - 1 - s;
     }
     w->nfree = depth;
-    if ((ret = rpma_mr_reg(peer, w->lbuf, (size_t)depth * o->max_size,
-                           RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST, &w->lmr)))
-        return soak_err(w, "rpma_mr_reg(slots)", ret);
+    if ((ret = PERF_CALL(rpma_mr_reg(peer, w->lbuf, (size_t)depth * o->max_size,
+                                     RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST, &w->lmr))))
+        return soak_err(w, "cannot register the slots", ret);
 
     struct perf_hello hello = {
         .magic = PERF_HELLO_MAGIC, .op = OP_WRITE, .msg_size = 8, .depth = (uint32_t)depth};
-    if ((ret = perf_connect(peer, o->addr, o->port, cfg, &hello, "soak", w->idx, &w->conn,
-                            &w->cq, &w->rmr)))
+    if ((ret = perf_connect(peer, o->addr, o->port, cfg, &hello, "soak", w->idx, &w->conn, &w->cq,
+                            &w->rmr)))
         return ret;
     int ft = 0;
     if ((ret = rpma_mr_remote_get_flush_type(w->rmr, &ft)))
@@ -367,9 +368,9 @@ static int setup(struct soak_worker *w, struct rpma_peer *peer, const struct rpm
         fprintf(stderr, "rpma-perf soak: out of memory\n");
         return -1;
     }
-    if ((ret = rpma_mr_reg(peer, w->vbuf, w->win, RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST,
-                           &w->vmr)))
-        return soak_err(w, "rpma_mr_reg(window)", ret);
+    if ((ret = PERF_CALL(rpma_mr_reg(peer, w->vbuf, w->win,
+                                     RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST, &w->vmr))))
+        return soak_err(w, "cannot register the check window", ret);
     return 0;
 }
 
@@ -428,24 +429,16 @@ int perf_soak(const struct soak_opts *o) {
     int ret, rc = 1;
     struct rpma_peer *peer = NULL;
     struct rpma_conn_cfg *cfg = NULL;
-    struct ibv_context *dev = NULL;
     struct soak_worker *ws = calloc((size_t)o->conns, sizeof(*ws));
     int started = 0;
     if (!ws) return 1;
-    if ((ret = rpma_utils_get_ibv_context(o->addr, RPMA_UTIL_IBV_CONTEXT_REMOTE, &dev))) {
-        soak_err(NULL, "rpma_utils_get_ibv_context", ret);
-        goto out;
-    }
-    if ((ret = rpma_peer_new(dev, &peer))) {
-        soak_err(NULL, "rpma_peer_new", ret);
-        goto out;
-    }
+    if (!(peer = perf_peer_new("soak", o->addr, false))) goto out;
     /* a write+flush takes two send-queue slots */
     uint32_t q = (uint32_t)(2 * o->iodepth + 8);
     if ((ret = rpma_conn_cfg_new(&cfg)) || (ret = rpma_conn_cfg_set_sq_size(cfg, q)) ||
         (ret = rpma_conn_cfg_set_cq_size(cfg, q + 8)) ||
         (ret = rpma_conn_cfg_set_timeout(cfg, PERF_EVENT_MS))) {
-        soak_err(NULL, "conn cfg", ret);
+        soak_err(NULL, "cannot configure the connections", ret);
         goto out;
     }
     for (int i = 0; i < o->conns; i++) {

@@ -150,10 +150,42 @@ enum rpma_conn_event perf_wait_event(struct rpma_conn *conn, int timeout_ms) {
     return RPMA_CONN_UNDEFINED;
 }
 
-static int conn_err(const char *who, int idx, const char *what, int ret) {
-    fprintf(stderr, "rpma-perf %s: connection %d: %s: %s (%d)\n", who, idx, what,
-            rpma_err_2str(ret), ret);
+/* the cause kept by this thread's last failed PERF_CALL, until perf_err prints it */
+static _Thread_local const char *t_cause;
+
+int perf_called(int ret) {
+    const char *why = why_end(ret);
+    t_cause = ret && why_logged() ? why : NULL;
+    return ret;
+}
+
+int perf_err(const char *who, int idx, const char *what, int ret) {
+    char conn[32] = "";
+    if (idx >= 0) snprintf(conn, sizeof(conn), "connection %d: ", idx);
+    if (t_cause)
+        fprintf(stderr, "rpma-perf %s: %s%s\n", who, conn, t_cause);
+    else
+        fprintf(stderr, "rpma-perf %s: %s%s: %s\n", who, conn, what, rpma_err_2str(ret));
+    t_cause = NULL;
     return ret ? ret : -1;
+}
+
+struct rpma_peer *perf_peer_new(const char *who, const char *addr, bool server) {
+    struct ibv_context *dev = NULL;
+    struct rpma_peer *peer = NULL;
+    int ret = PERF_CALL(rpma_utils_get_ibv_context(
+        addr, server ? RPMA_UTIL_IBV_CONTEXT_LOCAL : RPMA_UTIL_IBV_CONTEXT_REMOTE, &dev));
+    if (ret) {
+        perf_err(who, -1, server ? "no device with this local address" : "no device to reach it",
+                 ret);
+        return NULL;
+    }
+    if ((ret = PERF_CALL(rpma_peer_new(dev, &peer)))) perf_err(who, -1, "cannot make a peer", ret);
+    return peer;
+}
+
+static int conn_err(const char *who, int idx, const char *what, int ret) {
+    return perf_err(who, idx, what, ret);
 }
 
 int perf_connect(struct rpma_peer *peer, const char *addr, const char *port,
@@ -163,10 +195,10 @@ int perf_connect(struct rpma_peer *peer, const char *addr, const char *port,
     int ret;
     struct rpma_conn_private_data pd = {.ptr = (void *)hello, .len = sizeof(*hello)};
     struct rpma_conn_req *req = NULL;
-    if ((ret = rpma_conn_req_new(peer, addr, port, cfg, &req)))
-        return conn_err(who, idx, "rpma_conn_req_new", ret);
-    if ((ret = rpma_conn_req_connect(&req, &pd, conn)))
-        return conn_err(who, idx, "rpma_conn_req_connect", ret);
+    if ((ret = PERF_CALL(rpma_conn_req_new(peer, addr, port, cfg, &req))))
+        return conn_err(who, idx, "cannot connect", ret);
+    if ((ret = PERF_CALL(rpma_conn_req_connect(&req, &pd, conn))))
+        return conn_err(who, idx, "cannot connect", ret);
     enum rpma_conn_event ev = perf_wait_event(*conn, PERF_EVENT_MS);
     if (ev != RPMA_CONN_ESTABLISHED) {
         fprintf(stderr, "rpma-perf %s: cannot connect to %s:%s: %s\n", who, addr, port,
