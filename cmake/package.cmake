@@ -2,7 +2,7 @@
 # package`) makes the two binary packages Debian builds from upstream librpma, under the same names:
 #   librpma0     install component Runtime: librpma.so.0*
 #   librpma-dev  install component Development: librpma.h, librpma.so, librpma.a, librpma.pc,
-#                the CMake package and the man pages
+#                librpma-static.pc, the CMake package and the man pages
 # Sharing Debian's names is what makes them replace Debian's packages: dpkg and apt see another
 # version of librpma0 and librpma-dev (1.3.0-1 against bookworm's 1.2.0-1), so installing them
 # upgrades Debian's and removes its files. Replaces/Conflicts/Provides naming the packages
