@@ -12,7 +12,7 @@
 #   --all    everything: plain, ASan+UBSan, TSan and the fuzz short runs
 # RPMA_BUILD_DIR (default: build) renames the build directories: DIR, DIR-asan, DIR-tsan, DIR-fuzz.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit
 
 mode=${1:-}
 case $mode in

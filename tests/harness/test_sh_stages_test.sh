@@ -34,7 +34,7 @@ run() {
     local want=$1 rc=0
     shift
     : >"$tmp/calls"
-    env -u RPMA_BUILD_DIR CALLS=$tmp/calls PATH=$tmp/bin:$PATH bash "$tmp/tree/scripts/test.sh" "$@" >"$tmp/out" 2>&1 || rc=$?
+    env -u RPMA_BUILD_DIR CALLS="$tmp/calls" PATH="$tmp/bin:$PATH" bash "$tmp/tree/scripts/test.sh" "$@" >"$tmp/out" 2>&1 || rc=$?
     out=$(cat "$tmp/out")
     [[ $rc -eq $want ]] || { echo "$out"; die "test.sh $* exited $rc, not $want"; }
 }
