@@ -49,9 +49,9 @@ stage() {
     fi
 }
 
-build() { # build BUILD_DIR SANITIZE [extra cmake args...]
-    local dir=$1 sanitize=$2
-    shift 2
+build() { # build NAME BUILD_DIR SANITIZE [extra cmake args...]
+    local name=$1 dir=$2 sanitize=$3
+    shift 3
     echo "=== $name: build $dir (RPMA_SANITIZE='$sanitize')"
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRPMA_SANITIZE="$sanitize" "$@" &&
         cmake --build "$dir" -j"$(nproc)" && built[$dir]=1
@@ -60,7 +60,7 @@ build() { # build BUILD_DIR SANITIZE [extra cmake args...]
 run() { # run NAME BUILD_DIR SANITIZE [extra cmake args...]
     local name=$1 dir=$2
     shift
-    build "$@" || return
+    build "$name" "$@" || return
     echo "=== $name: test $dir"
     (cd "$dir" && ctest --output-on-failure -j2 --timeout 300 -LE guest)
 }
