@@ -2,7 +2,8 @@
 # run.sh -- builds rpma-perf and the peers (Release) and runs them side by side on loopback:
 # rpma-perf, raw TCP (tcp_peer), libfabric's tcp provider (fabric_peer) and UCX over TCP
 # (ucx_perftest); rpma-perf --provider shm and the same-host limits (shm_peer, idle_conns).
-# Medians of 3 runs; the table goes to stdout, the data to bench/results.json.
+# Medians of 3 runs; the table goes to stdout, the data to results.json in the build folder (the
+# tracked bench/results*.json, which docs/performance.md quotes, only when --out names them).
 #
 #   bench/run.sh [--build DIR] [--time S] [--runs N] [--cases a,b] [--peers a,b] [--out FILE]
 #                [--baseline-lib DIR]   (rpma-perf also over DIR/librpma.so.0, column "rpma base")
@@ -15,7 +16,7 @@ REPO=$(dirname "$HERE")
 BUILD=${RPMA_BENCH_BUILD:-$REPO/build-bench}
 TIME=3
 RUNS=3
-OUT=$HERE/results.json
+OUT=
 CASES=""
 PEERS=""
 BASELINE=""
@@ -28,10 +29,12 @@ while [[ $# -gt 0 ]]; do
         --cases) CASES=$2; shift 2 ;;
         --peers) PEERS=$2; shift 2 ;;
         --baseline-lib) BASELINE=$2; shift 2 ;;
-        -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
+
+OUT=${OUT:-$BUILD/results.json} # a run must not replace the tracked record by accident
 
 for tool in cmake python3; do
     command -v "$tool" >/dev/null || { echo "run.sh: $tool is required" >&2; exit 1; }
@@ -60,6 +63,7 @@ if [[ -z $UCX ]]; then
          "(bench/install-deps.sh installs ucx-utils)" >&2
 fi
 
+echo "run.sh: every sample goes to $OUT" >&2
 exec python3 "$HERE/run.py" --perf "$PERF" --tcp "$TCP" --fabric "$FABRIC" --ucx "$UCX" \
     --shm "$SHM" --idle "$IDLE" \
     --time "$TIME" --runs "$RUNS" --out "$OUT" ${CASES:+--cases "$CASES"} ${PEERS:+--peers "$PEERS"} \

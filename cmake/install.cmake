@@ -1,4 +1,5 @@
-# Installation: headers, shared + static library, pkg-config file and a CMake package
+# Installation: headers, shared + static library, pkg-config files (librpma, and librpma-static
+# for the archive) and a CMake package
 # (find_package(rpma) -> rpma::rpma for the shared library, rpma::rpma_static for the archive).
 # Install components: Runtime (librpma.so.0*) and Development (everything else); the Debian
 # packages librpma0 and librpma-dev are made of them (cmake/package.cmake).
@@ -51,9 +52,16 @@ foreach(kind LIBDIR INCLUDEDIR)
     set(RPMA_PC_${kind} "\${prefix}/${CMAKE_INSTALL_${kind}}")
   endif()
 endforeach()
-configure_file(${CMAKE_CURRENT_LIST_DIR}/librpma.pc.in ${CMAKE_BINARY_DIR}/librpma.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/librpma.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
-  COMPONENT Development)
+# librpma.h includes <infiniband/verbs.h>: its folder, unless the compiler searches it anyway.
+set(RPMA_PC_IBVERBS_CFLAGS "")
+if(NOT IBVERBS_INCLUDE_DIR IN_LIST CMAKE_C_IMPLICIT_INCLUDE_DIRECTORIES)
+  set(RPMA_PC_IBVERBS_CFLAGS " -I${IBVERBS_INCLUDE_DIR}")
+endif()
+foreach(pc librpma librpma-static)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/${pc}.pc.in ${CMAKE_BINARY_DIR}/${pc}.pc @ONLY)
+  install(FILES ${CMAKE_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+    COMPONENT Development)
+endforeach()
 include(${CMAKE_CURRENT_LIST_DIR}/man.cmake)  # docs/man pages (COMPONENT Development)
 
 include(${CMAKE_CURRENT_LIST_DIR}/package.cmake)

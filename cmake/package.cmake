@@ -3,7 +3,7 @@
 # and one for the tools:
 #   librpma0     install component Runtime: librpma.so.0*
 #   librpma-dev  install component Development: librpma.h, librpma.so, librpma.a, librpma.pc,
-#                the CMake package and the man pages of sections 3 and 7
+#                librpma-static.pc, the CMake package and the man pages of sections 3 and 7
 #   rpma-tools   install component Tools: rpma-perf and rpma-perf(1) (a name of our own: Debian
 #                has no tools package for librpma)
 # Sharing Debian's names is what makes them replace Debian's packages: dpkg and apt see another

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh [--quick|--asan|--tsan|--fuzz|--all] -- installs dependencies, builds rpma and runs the
-# whole suite with ctest. Exits non-zero if anything fails.
+# whole suite with ctest. Every stage runs even when an earlier one failed; a summary of each
+# stage's verdict ends the output, and the exit status is non-zero if any stage failed.
 #   (none)   the plain build (build/), its soft-RoCE guest stage (tests/guest), then ASan+UBSan
 #            (build-asan/), then the fuzz targets' short runs (build-fuzz/, clang): what CI runs
 #   --quick  the plain build only, without the guest stage
@@ -10,8 +11,8 @@
 #   --fuzz   the libFuzzer targets' short runs only (clang, RPMA_BUILD_FUZZ=ON)
 #   --all    everything: plain, ASan+UBSan, TSan and the fuzz short runs
 # RPMA_BUILD_DIR (default: build) renames the build directories: DIR, DIR-asan, DIR-tsan, DIR-fuzz.
-set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit
 
 mode=${1:-}
 case $mode in
@@ -22,57 +23,92 @@ case $mode in
     ;;
 esac
 
-bash scripts/install-deps.sh
+# Without the dependencies no stage can run: this one failure ends the script.
+bash scripts/install-deps.sh || exit
 
-run() { # run BUILD_DIR SANITIZE [extra cmake args...]
-    local dir=$1 sanitize=$2
-    shift 2
-    echo "=== build $dir (RPMA_SANITIZE='$sanitize')"
-    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRPMA_SANITIZE="$sanitize" "$@"
-    cmake --build "$dir" -j"$(nproc)"
-    echo "=== test $dir"
+summary=() # one line per stage: its name, verdict and time
+failed=0
+skip_why= # set by a stage that skips (exit 77)
+declare -A built # build folders whose build succeeded (the guest stage needs the plain one)
+
+# stage NAME CMD...: runs CMD and records its verdict; a failure does not stop the next stage.
+stage() {
+    local name=$1 start=$SECONDS rc took
+    shift
+    skip_why=
+    "$@"
+    rc=$?
+    took=$(printf '%dm%02ds' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)))
+    if [[ $rc -eq 0 ]]; then
+        summary+=("$(printf '%-6s passed   %s' "$name" "$took")")
+    elif [[ $rc -eq 77 ]]; then
+        summary+=("$(printf '%-6s skipped  %s' "$name" "$skip_why")")
+    else
+        summary+=("$(printf '%-6s FAILED   %s (its output follows "=== %s:")' "$name" "$took" "$name")")
+        failed=1
+    fi
+}
+
+build() { # build NAME BUILD_DIR SANITIZE [extra cmake args...]
+    local name=$1 dir=$2 sanitize=$3
+    shift 3
+    echo "=== $name: build $dir (RPMA_SANITIZE='$sanitize')"
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRPMA_SANITIZE="$sanitize" "$@" &&
+        cmake --build "$dir" -j"$(nproc)" && built[$dir]=1
+}
+
+run() { # run NAME BUILD_DIR SANITIZE [extra cmake args...]
+    local name=$1 dir=$2
+    shift
+    build "$name" "$@" || return
+    echo "=== $name: test $dir"
     (cd "$dir" && ctest --output-on-failure -j2 --timeout 300 -LE guest)
 }
 
 guest() { # the soft-RoCE guest's stage (tests/guest): alone, so nothing competes for the CPUs
     local dir=$1
-    echo "=== guest stage $dir (soft-RoCE: the black-box suite against the reference librpma)"
+    if [[ -z ${built[$dir]:-} ]]; then
+        skip_why="the build in $dir failed"
+        return 77
+    fi
+    echo "=== guest: the soft-RoCE stage in $dir (the black-box suite against the reference librpma)"
     (cd "$dir" && ctest --output-on-failure -L guest)
 }
 
 fuzz() { # the fuzz targets need clang; only their short runs are ctests in that build
     local dir=$1
-    [ -f tests/fuzz/CMakeLists.txt ] || return 0
-    echo "=== build $dir (clang, libFuzzer, ASan+UBSan)"
+    if [[ ! -f tests/fuzz/CMakeLists.txt ]]; then
+        skip_why="no tests/fuzz in this tree"
+        return 77
+    fi
+    echo "=== fuzz: build $dir (clang, libFuzzer, ASan+UBSan)"
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
-        -DCMAKE_CXX_COMPILER=clang++ -DRPMA_BUILD_FUZZ=ON -DRPMA_BUILD_BENCH=OFF
-    cmake --build "$dir" -j"$(nproc)" --target fuzz_frames fuzz_hello fuzz_descriptors
-    echo "=== fuzz $dir"
+        -DCMAKE_CXX_COMPILER=clang++ -DRPMA_BUILD_FUZZ=ON -DRPMA_BUILD_BENCH=OFF &&
+        cmake --build "$dir" -j"$(nproc)" --target fuzz_frames fuzz_hello fuzz_descriptors || return
+    echo "=== fuzz: test $dir"
     (cd "$dir" && ctest --output-on-failure -j2 --timeout 300 -R '^fuzz_')
 }
 
 dir=${RPMA_BUILD_DIR:-build}
+plain() { stage plain run plain "$dir" ''; }
+asan() { stage asan run asan "$dir-asan" address -DRPMA_BUILD_BENCH=OFF; }
+tsan() { stage tsan run tsan "$dir-tsan" thread -DRPMA_BUILD_BENCH=OFF; }
+guest_stage() { stage guest guest "$dir"; }
+fuzz_stage() { stage fuzz fuzz "$dir-fuzz"; }
 case $mode in
-'')
-    run "$dir" ''
-    guest "$dir"
-    run "$dir-asan" address -DRPMA_BUILD_BENCH=OFF
-    fuzz "$dir-fuzz"
-    ;;
---quick) run "$dir" '' ;;
---guest)
-    run "$dir" ''
-    guest "$dir"
-    ;;
---asan) run "$dir-asan" address -DRPMA_BUILD_BENCH=OFF ;;
---tsan) run "$dir-tsan" thread -DRPMA_BUILD_BENCH=OFF ;;
---fuzz) fuzz "$dir-fuzz" ;;
---all)
-    run "$dir" ''
-    guest "$dir"
-    run "$dir-asan" address -DRPMA_BUILD_BENCH=OFF
-    run "$dir-tsan" thread -DRPMA_BUILD_BENCH=OFF
-    fuzz "$dir-fuzz"
-    ;;
+'') plain; guest_stage; asan; fuzz_stage ;;
+--quick) plain ;;
+--guest) plain; guest_stage ;;
+--asan) asan ;;
+--tsan) tsan ;;
+--fuzz) fuzz_stage ;;
+--all) plain; guest_stage; asan; tsan; fuzz_stage ;;
 esac
-echo "=== all tests passed"
+
+echo "=== summary"
+printf '  %s\n' "${summary[@]}"
+if [[ $failed -ne 0 ]]; then
+    echo "=== some stages failed"
+    exit 1
+fi
+echo "=== all stages passed"

@@ -13,7 +13,8 @@
 #                    (default: APM and GPSPM writes, DRAM and file, sync and async, 4 and 64 KiB,
 #                    and APM reads from DRAM; see bench/fio/run.py)
 #     --time S       measured seconds per case (default 5, after --ramp S, default 1)
-#     --out FILE     every result as JSON (default bench/fio/results.json)
+#     --out FILE     every result as JSON (default: results.json in the --fio-dir folder, untracked;
+#                    the tracked bench/fio/results.json, quoted by docs, is written only if named)
 #     --no-perf      skip the rpma-perf loopback run (same op, size, iodepth, busy-poll) that
 #                    follows each APM case on DRAM for comparison (columns "rpma-perf ...")
 # Ports 25900-25999 on 127.0.0.1.
@@ -23,7 +24,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 RPMA=$REPO/build-bench
 FIODIR=$REPO/build-fio
-OUT=$HERE/results.json
+OUT=
 PASS=()
 WITH_PERF=yes
 while [[ $# -gt 0 ]]; do
@@ -34,10 +35,12 @@ while [[ $# -gt 0 ]]; do
         --time|--ramp|--cases|--iodepth|--keep) PASS+=("$1" "$2"); shift 2 ;;
         --busy-poll) PASS+=("$1"); shift ;;
         --no-perf) WITH_PERF=no; shift ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
+# a run on a busy machine must not replace the tracked record by accident
+OUT=${OUT:-$FIODIR/results.json}
 
 if [[ ! -e $RPMA/librpma.so ]]; then
     echo "run.sh: building rpma in $RPMA (Release)" >&2
@@ -51,4 +54,6 @@ fi
 [[ $WITH_PERF == yes && -x $PERF ]] && PASS+=(--rpma-perf "$PERF")
 FIO=$(bash "$HERE/build.sh" --rpma "$RPMA" --out "$FIODIR" | tail -n1)
 echo "run.sh: $FIO loads $(ldd "$FIO" | awk '$1 == "librpma.so.0" { print $3 }')" >&2
+mkdir -p "$(dirname "$OUT")"
+echo "run.sh: every result goes to $OUT" >&2
 exec python3 "$HERE/run.py" --fio "$FIO" --out "$OUT" "${PASS[@]}"

@@ -49,7 +49,7 @@ install_packages() {
     for p in "${PACKAGES[@]}"; do installed "$p" || missing+=("$p"); done
     [[ ${#missing[@]} -eq 0 ]] && return 0
     if [[ $(id -u) -ne 0 ]]; then # cannot install: the guest tests skip, saying why
-        echo "guest: missing ${missing[*]}; run guest.sh prepare as root"
+        echo "SKIP: guest: missing ${missing[*]}; run guest.sh prepare as root"
         exit $SKIP
     fi
     echo "guest: installing ${missing[*]}"
@@ -125,11 +125,11 @@ prepare() {
 
 check() { # can a guest run here at all? (prints one line why not)
     if ! command -v qemu-system-x86_64 >/dev/null; then
-        echo "guest: qemu-system-x86_64 is not installed (guest.sh prepare installs it)"
+        echo "SKIP: guest: qemu-system-x86_64 is not installed (guest.sh prepare installs it)"
         return $SKIP
     fi
     if [[ -z $(current_dir) ]]; then
-        echo "guest: no kernel prepared in $cache (run guest.sh prepare)"
+        echo "SKIP: guest: no kernel prepared in $cache (run guest.sh prepare)"
         return $SKIP
     fi
     return 0
