@@ -144,7 +144,8 @@ if(RPMA_DPKG_SHLIBDEPS AND RPMA_FILE)
 else()
   message(STATUS "dpkg-shlibdeps or file not found (packages dpkg-dev, file): "
     "librpma0's Depends are fixed")
-  set(CPACK_DEBIAN_LIBS_PACKAGE_DEPENDS "libc6 (>= 2.34), libgcc-s1 (>= 3.3.1), libstdc++6 (>= 12)")
+  set(CPACK_DEBIAN_LIBS_PACKAGE_DEPENDS
+    "libc6 (>= 2.34), libgcc-s1 (>= 3.3.1), libstdc++6 (>= 12), libibverbs1 (>= 44), librdmacm1 (>= 44)")
 endif()
 # symbols: every exported function of the version script, at LIBRPMA_1.0
 file(STRINGS ${RPMA_MAP} _rpma_map_lines REGEX "^[ \t]+rpma_[a-z0-9_]+;")
@@ -160,10 +161,11 @@ file(WRITE ${RPMA_DEB_DIR}/control/triggers "activate-noawait ldconfig\n")
 set(CPACK_DEBIAN_LIBS_PACKAGE_CONTROL_EXTRA ${RPMA_DEB_DIR}/control/shlibs
   ${RPMA_DEB_DIR}/control/symbols ${RPMA_DEB_DIR}/control/triggers)
 
-# librpma-dev: librpma.h includes <infiniband/verbs.h>, hence libibverbs-dev.
+# librpma-dev: librpma.h includes <infiniband/verbs.h>, hence libibverbs-dev; librdmacm-dev for
+# a static link (the verbs provider).
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME librpma-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "librpma0 (= ${RPMA_DEB_VERSION}), libibverbs-dev")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "librpma0 (= ${RPMA_DEB_VERSION}), libibverbs-dev, librdmacm-dev")
 set(CPACK_DEBIAN_DEV_DESCRIPTION "remote persistent memory access library over TCP (development)
 ${_rpma_deb_about}
 

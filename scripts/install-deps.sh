@@ -7,7 +7,7 @@ set -euo pipefail
 # The one list of build and test dependencies.
 PACKAGES=(
     cmake g++ make pkg-config
-    libibverbs-dev                       # <infiniband/verbs.h>: ibv_wc, ibv_context in librpma.h
+    libibverbs-dev librdmacm-dev         # librpma.h's verbs types; the verbs provider
     libgtest-dev libgmock-dev            # unit tests
     libbenchmark-dev                     # bench/
     clang                                # clang-format, clang builds
@@ -16,7 +16,7 @@ PACKAGES=(
     libpmem2-dev                         # persistence on DAX mappings
     dpkg-dev file                        # dpkg-shlibdeps, file: .deb Depends (tests/deb)
     python3 mandoc                       # man page checks (tests/man), layout checks
-    libpmem-dev librdmacm-dev            # fio's librpma engines, built from Debian's fio source
+    libpmem-dev                          # fio's librpma engines, built from Debian's fio source
     libprotobuf-c-dev zlib1g-dev         #   (tests/fio, bench/fio/build.sh)
 )
 # Nice to have: a missing one is reported, not fatal.
