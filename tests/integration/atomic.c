@@ -95,7 +95,7 @@ static void *reader_main(void *arg) {
                 r->seen_p0++;
             else if (v == P1)
                 r->seen_p1++;
-            else if (it_reference())
+            else if (it_nic())
                 r->torn++;
             else
                 IT_FAIL("torn read: 0x%016llx is neither pattern", (unsigned long long)v);

@@ -39,6 +39,11 @@ bool it_reference(void) {
     return s && strcmp(s, "1") == 0;
 }
 
+bool it_nic(void) {
+    const char *p = getenv("RPMA_PROVIDER");
+    return it_reference() || (p && strcmp(p, "verbs") == 0);
+}
+
 static void usage(const char *prog) {
     fprintf(stderr, "usage: %s server|client ADDR PORT [args]\n", prog);
     exit(2);

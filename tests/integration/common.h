@@ -23,6 +23,10 @@ const char *it_test_addr(void);
 /* RPMA_TEST_REFERENCE=1: the program runs against the reference librpma (tests/guest), so where
  * rpma deliberately differs from it (docs/testing.md) the test expects the reference's answer */
 bool it_reference(void);
+/* the transport is an RDMA stack: the reference, or rpma's verbs provider (RPMA_PROVIDER=verbs),
+ * so what the device and rdma-core decide (fork rules, atomic-write emulation, log causes of a
+ * lost connection) is the NIC's, not the tcp provider's */
+bool it_nic(void);
 
 /* a backstop for every program: no scenario may run longer */
 #define IT_ALARM_S (55 * it_time_scale())

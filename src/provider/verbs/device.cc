@@ -21,6 +21,7 @@ constexpr int kResolveTimeoutMs = RPMA_DEFAULT_TIMEOUT_MS;
 
 std::mutex g_mu;
 std::vector<std::unique_ptr<Device>> g_devices;  // never freed: contexts live as long
+pid_t g_opener = 0;  // the process that opened the devices (g_mu)
 
 // rdma-core's fork rule: registrations made after ibv_fork_init survive a fork() in the
 // parent (on kernels that need it; on newer ones it is a no-op). Called before the first one.
@@ -58,6 +59,14 @@ int Device::lookup(const char *addr, rpma_util_ibv_context_type type, bool quiet
         return RPMA_E_PROVIDER;
     };
     if (!stack_present()) return miss("no /dev/infiniband/rdma_cm on this host", 0);
+    {
+        // rdma-core's fork rule: the devices librdmacm opened belong to the process that opened
+        // them; a child would share their command channel with its parent.
+        std::lock_guard lk(g_mu);
+        if (g_opener && g_opener != ::getpid())
+            return miss("the parent process opened the RDMA devices before fork()", 0);
+        g_opener = ::getpid();
+    }
     init_fork_support();
     rdma_addrinfo hints{};
     hints.ai_port_space = RDMA_PS_TCP;

@@ -247,6 +247,11 @@ int QueuePair::disconnect() {
 }
 
 void QueuePair::on_cm_event(const rdma_cm_event &ev) {
+    // Every end of a connection is told at NOTICE with rdma_cm's own words, as upstream does.
+    if (ev.event != RDMA_CM_EVENT_ESTABLISHED)
+        RPMA_LOG_NOTICE("connection: rdma_cm %s (status %d%s%s)", rdma_event_str(ev.event),
+                        ev.status, ev.status < 0 ? ": " : "",
+                        ev.status < 0 ? std::strerror(-ev.status) : "");
     switch (ev.event) {
         case RDMA_CM_EVENT_ESTABLISHED:
             // The server's reply carries the accept's private data (the client's came with the
@@ -268,10 +273,7 @@ void QueuePair::on_cm_event(const rdma_cm_event &ev) {
             if (!closed_event_sent_) events_->push(RPMA_CONN_CLOSED);
             closed_event_sent_ = true;
             return;
-        default:
-            RPMA_LOG_NOTICE("connection: %s (status %d) ignored", rdma_event_str(ev.event),
-                            ev.status);
-            return;
+        default: return;  // rdma_cm's others (ADDR_CHANGE, ...) change nothing rpma reports
     }
 }
 
