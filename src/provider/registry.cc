@@ -19,8 +19,8 @@ namespace {
 
 bool provider_allowed() {
     const char *forced = std::getenv("RPMA_PROVIDER");
-    if (!forced || !*forced || std::strcmp(forced, "tcp") == 0 ||
-        std::strcmp(forced, "shm") == 0 || std::strcmp(forced, "verbs") == 0)
+    if (!forced || !*forced || std::strcmp(forced, "tcp") == 0 || std::strcmp(forced, "shm") == 0 ||
+        std::strcmp(forced, "verbs") == 0)
         return true;
     RPMA_LOG_ERROR("RPMA_PROVIDER=%s: no such provider (this build has: verbs, tcp, shm)", forced);
     return false;
@@ -49,7 +49,8 @@ Choice provider_choice() noexcept {
 int lookup_device(const char *addr, rpma_util_ibv_context_type type, ibv_context **out) {
     if (!provider_allowed()) return RPMA_E_PROVIDER;
     switch (provider_choice()) {
-        case Choice::kVerbs: return verbs::Device::lookup(addr, type, false, out);
+        case Choice::kVerbs:
+            return verbs::Device::lookup(addr, type, false, out);
         case Choice::kAuto:
             // Without the RDMA stack (no /dev/infiniband) this costs one access(2).
             if (!loopback(addr) && verbs::Device::stack_present() &&
@@ -57,7 +58,8 @@ int lookup_device(const char *addr, rpma_util_ibv_context_type type, ibv_context
                 return 0;
             break;
         case Choice::kTcp:
-        case Choice::kShm: break;
+        case Choice::kShm:
+            break;
     }
     return tcp::Device::lookup(addr, type, out);
 }

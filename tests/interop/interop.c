@@ -16,7 +16,7 @@
 #define W_OFF 0 /* the client writes here */
 #define W_LEN 1024
 #define AW_OFF 1024 /* the atomic write */
-#define R_OFF 2048 /* the server fills this for the client's read */
+#define R_OFF 2048  /* the server fills this for the client's read */
 #define R_LEN 1024
 #define WI_OFF 3072 /* write with immediate data */
 #define WI_LEN 64
@@ -37,10 +37,10 @@ static void server(const struct it_args *a) {
     unsigned char *region = it_alloc(REGION), *msgs = it_alloc(2 * MSG);
     it_fill(region + R_OFF, R_LEN, SEED_R);
     struct rpma_mr_local *mr = NULL, *mmr = NULL;
-    CHECK_OK(rpma_mr_reg(peer, region, REGION,
-                         RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_SRC |
-                             RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY,
-                         &mr));
+    CHECK_OK(rpma_mr_reg(
+        peer, region, REGION,
+        RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY,
+        &mr));
     CHECK_OK(rpma_mr_reg(peer, msgs, 2 * MSG, RPMA_MR_USAGE_RECV | RPMA_MR_USAGE_SEND, &mmr));
     char desc[IT_MR_DESC_SIZE];
     CHECK_OK(rpma_mr_get_descriptor(mr, desc));
@@ -74,8 +74,8 @@ static void server(const struct it_args *a) {
     CHECK_EQ(aw, AW_VALUE);
 
     /* the reply: the same bytes back, with immediate data */
-    CHECK_OK(rpma_send_with_imm(conn, mmr, 0, MSG, RPMA_F_COMPLETION_ALWAYS, IMM_REPLY,
-                                (void *)0x61));
+    CHECK_OK(
+        rpma_send_with_imm(conn, mmr, 0, MSG, RPMA_F_COMPLETION_ALWAYS, IMM_REPLY, (void *)0x61));
     it_cq_expect(cq, IBV_WC_SEND, (void *)0x61);
 
     /* then the client's write with immediate data */
@@ -102,8 +102,7 @@ static void client(const struct it_args *a) {
     it_fill(buf + WI_OFF, WI_LEN, SEED_WI);
     it_fill(msgs, MSG, SEED_MSG);
     struct rpma_mr_local *mr = NULL, *mmr = NULL;
-    CHECK_OK(rpma_mr_reg(peer, buf, REGION, RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST,
-                         &mr));
+    CHECK_OK(rpma_mr_reg(peer, buf, REGION, RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST, &mr));
     CHECK_OK(rpma_mr_reg(peer, msgs, 2 * MSG, RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV, &mmr));
     struct rpma_conn *conn =
         it_connect(peer, a->addr, a->port, NULL, client_pdata, sizeof(client_pdata));
@@ -155,13 +154,13 @@ static void client(const struct it_args *a) {
         replied = true;
     }
 
-    CHECK_OK(rpma_read(conn, mr, R_OFF, remote, R_OFF, R_LEN, RPMA_F_COMPLETION_ALWAYS,
-                       (void *)0x85));
+    CHECK_OK(
+        rpma_read(conn, mr, R_OFF, remote, R_OFF, R_LEN, RPMA_F_COMPLETION_ALWAYS, (void *)0x85));
     it_cq_expect(cq, IBV_WC_RDMA_READ, (void *)0x85);
     CHECK_EQ(it_verify(buf + R_OFF, R_LEN, SEED_R), -1);
 
-    CHECK_OK(rpma_write_with_imm(conn, remote, WI_OFF, mr, WI_OFF, WI_LEN,
-                                 RPMA_F_COMPLETION_ALWAYS, IMM_WRITE, (void *)0x86));
+    CHECK_OK(rpma_write_with_imm(conn, remote, WI_OFF, mr, WI_OFF, WI_LEN, RPMA_F_COMPLETION_ALWAYS,
+                                 IMM_WRITE, (void *)0x86));
     it_cq_expect(cq, IBV_WC_RDMA_WRITE, (void *)0x86);
 
     CHECK_OK(rpma_mr_remote_delete(&remote));

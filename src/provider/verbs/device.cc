@@ -21,7 +21,7 @@ constexpr int kResolveTimeoutMs = RPMA_DEFAULT_TIMEOUT_MS;
 
 std::mutex g_mu;
 std::vector<std::unique_ptr<Device>> g_devices;  // never freed: contexts live as long
-pid_t g_opener = 0;  // the process that opened the devices (g_mu)
+pid_t g_opener = 0;                              // the process that opened the devices (g_mu)
 
 // rdma-core's fork rule: registrations made after ibv_fork_init survive a fork() in the
 // parent (on kernels that need it; on newer ones it is a no-op). Called before the first one.
@@ -114,8 +114,8 @@ int Device::odp_capable(int *out) {
         return RPMA_E_PROVIDER;
     }
     // Every RC operation rpma posts must be able to fault pages in.
-    const uint32_t rc_needed = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
-                               IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ;
+    const uint32_t rc_needed =
+        IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ;
     *out = (attr.odp_caps.general_caps & IBV_ODP_SUPPORT) &&
            (attr.odp_caps.per_transport_caps.rc_odp_caps & rc_needed) == rc_needed;
     return 0;

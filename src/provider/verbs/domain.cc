@@ -71,7 +71,11 @@ int Domain::create(ibv_context *ctx, std::unique_ptr<Domain> *out) {
 
 Domain::Domain(ibv_context *ctx, ibv_pd *pd, const prov::Caps &caps, bool native_aw,
                bool odp) noexcept
-    : ctx_(ctx), pd_(pd), caps_(caps), native_atomic_write_(native_aw), odp_(odp),
+    : ctx_(ctx),
+      pd_(pd),
+      caps_(caps),
+      native_atomic_write_(native_aw),
+      odp_(odp),
       pid_(::getpid()) {}
 
 Domain::~Domain() {

@@ -37,13 +37,20 @@ rdma_conn_param conn_param(const void *pdata, uint8_t len) {
 
 const char *op_name(prov::WrOp op) {
     switch (op) {
-        case prov::WrOp::kWrite: return "write";
-        case prov::WrOp::kWriteImm: return "write with immediate data";
-        case prov::WrOp::kRead: return "read";
-        case prov::WrOp::kAtomicWrite: return "atomic write";
-        case prov::WrOp::kFlush: return "flush";
-        case prov::WrOp::kSend: return "send";
-        case prov::WrOp::kSendImm: return "send with immediate data";
+        case prov::WrOp::kWrite:
+            return "write";
+        case prov::WrOp::kWriteImm:
+            return "write with immediate data";
+        case prov::WrOp::kRead:
+            return "read";
+        case prov::WrOp::kAtomicWrite:
+            return "atomic write";
+        case prov::WrOp::kFlush:
+            return "flush";
+        case prov::WrOp::kSend:
+            return "send";
+        case prov::WrOp::kSendImm:
+            return "send with immediate data";
     }
     return "?";
 }
@@ -182,19 +189,25 @@ int QueuePair::post_send(prov::SendWr wr) {
     w.wr.rdma.remote_addr = wr.raddr;
     w.wr.rdma.rkey = wr.rkey;
     if (wr.local_region) {
-        sge = ibv_sge{reinterpret_cast<uintptr_t>(wr.local), wr.len,
-                      lkey_of(wr.local_region.get())};
+        sge =
+            ibv_sge{reinterpret_cast<uintptr_t>(wr.local), wr.len, lkey_of(wr.local_region.get())};
         w.sg_list = &sge;
         w.num_sge = 1;
     }
     switch (wr.op) {
-        case prov::WrOp::kWrite: w.opcode = IBV_WR_RDMA_WRITE; break;
+        case prov::WrOp::kWrite:
+            w.opcode = IBV_WR_RDMA_WRITE;
+            break;
         case prov::WrOp::kWriteImm:
             w.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
             w.imm_data = htonl(wr.imm);
             break;
-        case prov::WrOp::kRead: w.opcode = IBV_WR_RDMA_READ; break;
-        case prov::WrOp::kSend: w.opcode = IBV_WR_SEND; break;
+        case prov::WrOp::kRead:
+            w.opcode = IBV_WR_RDMA_READ;
+            break;
+        case prov::WrOp::kSend:
+            w.opcode = IBV_WR_SEND;
+            break;
         case prov::WrOp::kSendImm:
             w.opcode = IBV_WR_SEND_WITH_IMM;
             w.imm_data = htonl(wr.imm);
@@ -262,18 +275,25 @@ void QueuePair::on_cm_event(const rdma_cm_event &ev) {
             }
             events_->push(RPMA_CONN_ESTABLISHED);
             return;
-        case RDMA_CM_EVENT_REJECTED: events_->push(RPMA_CONN_REJECTED); return;
+        case RDMA_CM_EVENT_REJECTED:
+            events_->push(RPMA_CONN_REJECTED);
+            return;
         case RDMA_CM_EVENT_UNREACHABLE:
         case RDMA_CM_EVENT_ADDR_ERROR:
-        case RDMA_CM_EVENT_ROUTE_ERROR: events_->push(RPMA_CONN_UNREACHABLE); return;
+        case RDMA_CM_EVENT_ROUTE_ERROR:
+            events_->push(RPMA_CONN_UNREACHABLE);
+            return;
         case RDMA_CM_EVENT_CONNECT_ERROR:
-        case RDMA_CM_EVENT_DEVICE_REMOVAL: events_->push(RPMA_CONN_LOST); return;
+        case RDMA_CM_EVENT_DEVICE_REMOVAL:
+            events_->push(RPMA_CONN_LOST);
+            return;
         case RDMA_CM_EVENT_DISCONNECTED:
         case RDMA_CM_EVENT_TIMEWAIT_EXIT:
             if (!closed_event_sent_) events_->push(RPMA_CONN_CLOSED);
             closed_event_sent_ = true;
             return;
-        default: return;  // rdma_cm's others (ADDR_CHANGE, ...) change nothing rpma reports
+        default:
+            return;  // rdma_cm's others (ADDR_CHANGE, ...) change nothing rpma reports
     }
 }
 

@@ -9,8 +9,10 @@
 namespace rpma::verbs {
 
 Region::Region(ibv_mr *mr, int usage) noexcept
-    : prov::MemoryRegion(static_cast<char *>(mr->addr), mr->length, usage, mr->rkey), mr_(mr),
-      lkey_(mr->lkey), pid_(::getpid()) {}
+    : prov::MemoryRegion(static_cast<char *>(mr->addr), mr->length, usage, mr->rkey),
+      mr_(mr),
+      lkey_(mr->lkey),
+      pid_(::getpid()) {}
 
 Region::~Region() {
     release(::getpid() == pid_);
