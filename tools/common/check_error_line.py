@@ -20,7 +20,7 @@ CASES = {
     # case: (address, what the line must say)
     "port-in-use": ("127.0.0.1", r"Address already in use"),
     "bad-address": ("not an address", r"cannot resolve 'not an address'"),
-    "not-local": ("192.0.2.1", r"no local device for '192\.0\.2\.1'"),
+    "not-local": ("192.0.2.1", r"no local (RDMA )?device for '192\.0\.2\.1'"),
 }
 SOURCE_LIKE = [
     (re.compile(r"\w+\([^)]*[,&>][^)]*\)"), "a call with its arguments"),

@@ -49,22 +49,26 @@ bool Device::stack_present() noexcept {
 
 int Device::lookup(const char *addr, rpma_util_ibv_context_type type, bool quiet,
                    ibv_context **out) {
-    auto miss = [&](const char *why, int err) {
+    // One plain line: what is missing, then the call that said so. Forced verbs fails with it;
+    // auto falls back to tcp and keeps it at INFO.
+    const char *none = type == RPMA_UTIL_IBV_CONTEXT_LOCAL ? "no local RDMA device for"
+                                                          : "no route to an RDMA device for";
+    auto miss = [&](const char *what, const char *why, int err) {
         if (quiet)
-            RPMA_LOG_INFO("verbs: no RDMA device for '%s' (%s%s%s)", addr, why, err ? ": " : "",
+            RPMA_LOG_INFO("verbs: %s '%s' (%s%s%s)", what, addr, why, err ? ": " : "",
                           err ? std::strerror(err) : "");
         else
-            RPMA_LOG_ERROR("RPMA_PROVIDER=verbs: no RDMA device for '%s' (%s%s%s)", addr, why,
+            RPMA_LOG_ERROR("RPMA_PROVIDER=verbs: %s '%s' (%s%s%s)", what, addr, why,
                            err ? ": " : "", err ? std::strerror(err) : "");
         return RPMA_E_PROVIDER;
     };
-    if (!stack_present()) return miss("no /dev/infiniband/rdma_cm on this host", 0);
+    if (!stack_present()) return miss(none, "this host has no /dev/infiniband/rdma_cm", 0);
     {
         // rdma-core's fork rule: the devices librdmacm opened belong to the process that opened
         // them; a child would share their command channel with its parent.
         std::lock_guard lk(g_mu);
         if (g_opener && g_opener != ::getpid())
-            return miss("the parent process opened the RDMA devices before fork()", 0);
+            return miss(none, "the parent process opened the RDMA devices before fork()", 0);
         g_opener = ::getpid();
     }
     init_fork_support();
@@ -73,21 +77,21 @@ int Device::lookup(const char *addr, rpma_util_ibv_context_type type, bool quiet
     if (type == RPMA_UTIL_IBV_CONTEXT_LOCAL) hints.ai_flags = RAI_PASSIVE;
     rdma_addrinfo *raw = nullptr;
     if (rdma_getaddrinfo(addr, nullptr, &hints, &raw) != 0)
-        return miss("rdma_getaddrinfo failed", errno);
+        return miss("cannot resolve", "rdma_getaddrinfo", errno);
     std::unique_ptr<rdma_addrinfo, AddrInfoFree> ai(raw);
     rdma_cm_id *id_raw = nullptr;
     if (rdma_create_id(nullptr, &id_raw, nullptr, RDMA_PS_TCP) != 0)
-        return miss("rdma_create_id failed", errno);
+        return miss(none, "rdma_create_id", errno);
     std::unique_ptr<rdma_cm_id, CmIdFree> id(id_raw);
     if (type == RPMA_UTIL_IBV_CONTEXT_LOCAL) {
         if (rdma_bind_addr(id.get(), ai->ai_src_addr) != 0)
-            return miss("rdma_bind_addr failed", errno);
+            return miss(none, "rdma_bind_addr", errno);
     } else if (rdma_resolve_addr(id.get(), ai->ai_src_addr, ai->ai_dst_addr, kResolveTimeoutMs) !=
                0) {
-        return miss("rdma_resolve_addr failed", errno);
+        return miss(none, "rdma_resolve_addr", errno);
     }
     ibv_context *ctx = id->verbs;
-    if (!ctx) return miss("rdma_cm bound it to no device", 0);
+    if (!ctx) return miss(none, "rdma_cm bound it to no device", 0);
     std::lock_guard lk(g_mu);
     for (auto &d : g_devices)
         if (d->ctx_ == ctx) {

@@ -309,7 +309,13 @@ int main(int argc, char *argv[]) {
         late_w = one_completion(cq, WR_LATE_WRITE, 10000);
         printf("%s: later read %s, later write %s\n", g_case->name, st_name(late_r),
                st_name(late_w));
-        if (late_r != IBV_WC_WR_FLUSH_ERR || late_w != IBV_WC_WR_FLUSH_ERR)
+        /* rxe reports a receive's error before its responder moves the queue pair to the
+         * error state, so a post right after that completion may still succeed there (the
+         * reference shows the same): on a NIC only a failure other than the flush is wrong */
+        bool racy = it_nic() && g_case->kind == K_RECV;
+        bool ok_r = late_r == IBV_WC_WR_FLUSH_ERR || (racy && late_r == IBV_WC_SUCCESS);
+        bool ok_w = late_w == IBV_WC_WR_FLUSH_ERR || (racy && late_w == IBV_WC_SUCCESS);
+        if (!ok_r || !ok_w)
             fail("%s", "operations after the error must complete WR_FLUSH_ERR");
     }
     mt_say(ctl, "DONE");
