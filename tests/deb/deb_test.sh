@@ -52,13 +52,13 @@ expect "$lib_deb" Package librpma0
 expect "$lib_deb" Section libs
 expect "$dev_deb" Package librpma-dev
 expect "$dev_deb" Section libdevel
-expect "$dev_deb" Depends "librpma0 (= ${version}-1), libibverbs-dev"
+expect "$dev_deb" Depends "librpma0 (= ${version}-1), libibverbs-dev, librdmacm-dev"
 expect "$tools_deb" Package rpma-tools
 expect "$tools_deb" Section utils
 [[ $(field "$tools_deb" Depends) == "librpma0 (= ${version}-1), "* ]] ||
     die "rpma-tools Depends '$(field "$tools_deb" Depends)' does not start with librpma0 (= ${version}-1)"
 lib_depends=$(field "$lib_deb" Depends)
-for dep in libc6 libstdc++6; do
+for dep in libc6 libstdc++6 libibverbs1 librdmacm1; do
     [[ ", $lib_depends" == *", $dep ("* ]] || die "librpma0 Depends '$lib_depends' lacks $dep"
 done
 [[ $(field "$lib_deb" Description) == "remote persistent memory access library over TCP"* ]] ||
