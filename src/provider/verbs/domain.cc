@@ -105,18 +105,20 @@ int Domain::register_memory(char *addr, size_t size, int usage,
     if (int ret = check_process("the peer")) return ret;
     int access = access_for(usage, ctx_->device->transport_type);
     ibv_mr *mr = ibv_reg_mr(pd_, addr, size, access);
-    if (!mr && errno == EOPNOTSUPP && odp_) {
+    int err = mr ? 0 : errno;  // kept: a log function may change errno
+    if (!mr && err == EOPNOTSUPP && odp_) {
         // Memory the device cannot pin (a DAX file, say) may still be paged on demand.
         mr = ibv_reg_mr(pd_, addr, size, access | IBV_ACCESS_ON_DEMAND);
+        err = mr ? 0 : errno;
         if (!mr)
             RPMA_LOG_ERROR("ibv_reg_mr(%p, %zu, On-Demand Paging): %s", static_cast<void *>(addr),
-                           size, std::strerror(errno));
+                           size, std::strerror(err));
     } else if (!mr) {
         RPMA_LOG_ERROR("ibv_reg_mr(%p, %zu, access 0x%x): %s%s", static_cast<void *>(addr), size,
-                       access, std::strerror(errno),
-                       errno == EOPNOTSUPP ? " (and the device has no On-Demand Paging)" : "");
+                       access, std::strerror(err),
+                       err == EOPNOTSUPP ? " (and the device has no On-Demand Paging)" : "");
     }
-    if (!mr) return errno == ENOMEM ? RPMA_E_NOMEM : RPMA_E_PROVIDER;
+    if (!mr) return err == ENOMEM ? RPMA_E_NOMEM : RPMA_E_PROVIDER;
     *out = std::make_shared<Region>(mr, usage);
     return 0;
 }
