@@ -24,6 +24,8 @@ void reset();
 // or -1 sets errno to err, one that returns an error number returns err (ibv_poll_cq: -err).
 // fn is the rdma-core name ("rdma_bind_addr", "ibv_reg_mr" for both of its symbols, ...).
 void fail(const char *fn, int err, int nth = 1);
+// As err: the call fails and leaves errno 0 (a pointer-returning ibv_* call only).
+constexpr int kNoErrno = -1;
 // How often fn was called since reset().
 int calls(const char *fn);
 // Called by every wrapper: counts the call and returns the error scripted for it, or 0.

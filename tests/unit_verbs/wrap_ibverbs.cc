@@ -27,6 +27,10 @@ void unmake(const char *kind, T *obj) {
 
 uint32_t g_next_key = 0x100;
 
+void set_errno(int err) {
+    errno = err == kNoErrno ? 0 : err;
+}
+
 }  // namespace
 
 extern "C" {
@@ -46,7 +50,7 @@ int __wrap_ibv_query_device(ibv_context *, ibv_device_attr *attr) {
 
 ibv_pd *__wrap_ibv_alloc_pd(ibv_context *ctx) {
     if (int err = hit("ibv_alloc_pd")) {
-        errno = err;
+        set_errno(err);
         return nullptr;
     }
     auto *pd = make<ibv_pd>("pd");
@@ -62,7 +66,7 @@ int __wrap_ibv_dealloc_pd(ibv_pd *pd) {
 static ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, int access) {
     seen().reg_mr_access = access;
     if (int err = hit("ibv_reg_mr")) {
-        errno = err;
+        set_errno(err);
         return nullptr;
     }
     auto *mr = make<ibv_mr>("mr");
@@ -91,7 +95,7 @@ int __wrap_ibv_dereg_mr(ibv_mr *mr) {
 
 ibv_comp_channel *__wrap_ibv_create_comp_channel(ibv_context *ctx) {
     if (int err = hit("ibv_create_comp_channel")) {
-        errno = err;
+        set_errno(err);
         return nullptr;
     }
     auto *ch = make<ibv_comp_channel>("comp_channel");
@@ -109,7 +113,7 @@ int __wrap_ibv_destroy_comp_channel(ibv_comp_channel *ch) {
 ibv_cq *__wrap_ibv_create_cq(ibv_context *ctx, int cqe, void *cq_context, ibv_comp_channel *ch,
                              int) {
     if (int err = hit("ibv_create_cq")) {
-        errno = err;
+        set_errno(err);
         return nullptr;
     }
     auto *cq = make<ibv_cq>("cq");
@@ -147,7 +151,7 @@ void __wrap_ibv_ack_cq_events(ibv_cq *, unsigned int nevents) {
 
 ibv_srq *__wrap_ibv_create_srq(ibv_pd *pd, ibv_srq_init_attr *) {
     if (int err = hit("ibv_create_srq")) {
-        errno = err;
+        set_errno(err);
         return nullptr;
     }
     auto *srq = make<ibv_srq>("srq");
