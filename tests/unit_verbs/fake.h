@@ -61,6 +61,9 @@ unsigned acked_cq_events();
 // Queues an rdma_cm event on ch for id (the fd becomes readable); private data is copied.
 void deliver(rdma_event_channel *ch, rdma_cm_id *id, rdma_cm_event_type type,
              const std::vector<uint8_t> &pdata = {}, int status = 0);
+// The event channel and the id rdma_create_event_channel and rdma_create_id made last.
+rdma_event_channel *last_event_channel();
+rdma_cm_id *last_cm_id();
 // A new id, as rdma_cm makes for an incoming connection request (counted as an alive cm_id).
 rdma_cm_id *incoming_id();
 

@@ -31,6 +31,8 @@ struct FakeEvent {
 
 std::mutex g_mu;
 std::map<rdma_event_channel *, std::deque<FakeEvent *>> g_queues;
+rdma_event_channel *g_last_channel = nullptr;
+rdma_cm_id *g_last_id = nullptr;
 
 rdma_cm_id *new_id(rdma_event_channel *ch, rdma_port_space ps) {
     born("cm_id");
@@ -67,6 +69,16 @@ void deliver(rdma_event_channel *ch, rdma_cm_id *id, rdma_cm_event_type type,
     }
     uint64_t one = 1;
     if (::write(ch->fd, &one, sizeof(one)) != sizeof(one)) std::abort();
+}
+
+rdma_event_channel *last_event_channel() {
+    std::lock_guard lk(g_mu);
+    return g_last_channel;
+}
+
+rdma_cm_id *last_cm_id() {
+    std::lock_guard lk(g_mu);
+    return g_last_id;
 }
 
 rdma_cm_id *incoming_id() {
@@ -113,6 +125,7 @@ rdma_event_channel *__wrap_rdma_create_event_channel(void) {
     ch->fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
     std::lock_guard lk(g_mu);
     g_queues[ch];
+    g_last_channel = ch;
     return ch;
 }
 
@@ -123,6 +136,7 @@ void __wrap_rdma_destroy_event_channel(rdma_event_channel *ch) {
         std::lock_guard lk(g_mu);
         left.swap(g_queues[ch]);
         g_queues.erase(ch);
+        if (g_last_channel == ch) g_last_channel = nullptr;
     }
     for (FakeEvent *e : left) free_event(e);
     ::close(ch->fd);
@@ -168,6 +182,8 @@ int __wrap_rdma_create_id(rdma_event_channel *ch, rdma_cm_id **id, void *context
     }
     *id = new_id(ch, ps);
     (*id)->context = context;
+    std::lock_guard lk(g_mu);
+    g_last_id = *id;
     return 0;
 }
 
@@ -179,6 +195,10 @@ int __wrap_rdma_destroy_id(rdma_cm_id *id) {
         id->qp = nullptr;
     }
     died("cm_id");
+    {
+        std::lock_guard lk(g_mu);
+        if (g_last_id == id) g_last_id = nullptr;
+    }
     delete id;
     if (err) errno = err;
     return err ? -1 : 0;
