@@ -61,7 +61,11 @@ int Domain::create(ibv_context *ctx, std::unique_ptr<Domain> *out) {
     ibv_pd *pd = ibv_alloc_pd(ctx);
     if (!pd) {
         if (errno == ENOMEM) return RPMA_E_NOMEM;
-        RPMA_LOG_ERROR("ibv_alloc_pd: %s", std::strerror(errno ? errno : EINVAL));
+        if (errno == 0) {
+            RPMA_LOG_ERROR("ibv_alloc_pd failed without an error number");
+            return RPMA_E_UNKNOWN;
+        }
+        RPMA_LOG_ERROR("ibv_alloc_pd: %s", std::strerror(errno));
         return RPMA_E_PROVIDER;
     }
     prov::Caps caps{max_msg, kConnectPdataMax, kAcceptPdataMax};
