@@ -48,6 +48,12 @@ int __wrap_ibv_query_device(ibv_context *, ibv_device_attr *attr) {
     return hit("ibv_query_device");
 }
 
+// The non-inline ibv_query_port, which the inline one falls back to without a query_port op:
+// the fake context has one, so this is never reached.
+int __wrap_ibv_query_port(ibv_context *, uint8_t, void *) {
+    return hit("ibv_query_port (legacy)") ? EIO : ENOSYS;
+}
+
 ibv_pd *__wrap_ibv_alloc_pd(ibv_context *ctx) {
     if (int err = hit("ibv_alloc_pd")) {
         set_errno(err);
