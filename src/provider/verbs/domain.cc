@@ -83,7 +83,12 @@ Domain::Domain(ibv_context *ctx, ibv_pd *pd, const prov::Caps &caps, bool native
       pid_(::getpid()) {}
 
 Domain::~Domain() {
-    if (::getpid() != pid_) return;  // the parent's objects: a child leaves them alone
+    if (::getpid() != pid_) {
+        // The parent's objects: a child leaves them alone, the CM event pump too, whose
+        // destructor would stop the parent's thread through the eventfd they share.
+        (void)pump_.release();
+        return;
+    }
     pump_.reset();
     if (int err = ibv_dealloc_pd(pd_)) RPMA_LOG_ERROR("ibv_dealloc_pd: %s", std::strerror(err));
 }
