@@ -118,6 +118,16 @@ TEST_F(ListenerTest, CloseRejectsWhatIsStillQueued) {
     EXPECT_EQ(fake::calls("rdma_destroy_id"), 3);  // two requests and the listening id
 }
 
+TEST_F(ListenerTest, CloseLogsAQueuedRequestsRejectAndDestroyFailures) {
+    listen();
+    fake::deliver(ch_, fake::incoming_id(), RDMA_CM_EVENT_CONNECT_REQUEST);
+    fake::fail("rdma_reject", ECONNRESET);
+    fake::fail("rdma_destroy_id", ENODEV);
+    ep_->close();
+    EXPECT_TRUE(logged(RPMA_LOG_LEVEL_WARNING, {"rdma_reject", std::strerror(ECONNRESET)}));
+    EXPECT_TRUE(logged_error("rdma_destroy_id", std::strerror(ENODEV)));
+}
+
 TEST_F(ListenerTest, CloseLogsTheListeningIdsDestroyFailure) {
     listen();
     fake::fail("rdma_destroy_id", EBUSY);

@@ -88,6 +88,13 @@ TEST_F(PassiveQpTest, AcceptFailsAndCloseStillRejects) {
     EXPECT_EQ(fake::calls("rdma_reject"), 1);
 }
 
+TEST_F(PassiveQpTest, RejectFailureAtCloseIsLogged) {
+    ASSERT_EQ(dom_->create_qp(attr_, *req_, &qp_), 0);
+    fake::fail("rdma_reject", ECONNRESET);
+    qp_->close();
+    EXPECT_TRUE(logged(RPMA_LOG_LEVEL_WARNING, {"rdma_reject", std::strerror(ECONNRESET)}));
+}
+
 TEST_F(PassiveQpTest, AcceptedIsNotRejected) {
     ASSERT_EQ(dom_->create_qp(attr_, *req_, &qp_), 0);
     ASSERT_EQ(qp_->accept(std::move(req_), "x", 1), 0);
