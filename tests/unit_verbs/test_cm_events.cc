@@ -51,6 +51,10 @@ struct MapCase {
     rpma_conn_event expected;
 };
 
+void PrintTo(const MapCase &c, std::ostream *os) {
+    *os << rdma_event_str(c.type);
+}
+
 class CmEventMapTest : public CmEventTest, public ::testing::WithParamInterface<MapCase> {};
 
 TEST_P(CmEventMapTest, Maps) {
@@ -82,7 +86,17 @@ TEST_F(CmEventTest, OtherEventsAreIgnored) {
     ASSERT_EQ(create_active(), 0);
     qp().on_cm_event(event(RDMA_CM_EVENT_ADDR_CHANGE));
     EXPECT_TRUE(drain().empty());
-    EXPECT_TRUE(logged(RPMA_LOG_LEVEL_NOTICE, {"RDMA_CM_EVENT_ADDR_CHANGE", "ignored"}));
+    EXPECT_TRUE(logged(RPMA_LOG_LEVEL_NOTICE, {"RDMA_CM_EVENT_ADDR_CHANGE"}));
+}
+
+TEST_F(CmEventTest, EndsAreToldWithRdmaCmsWords) {
+    ASSERT_EQ(create_active(), 0);
+    rdma_cm_event ev = event(RDMA_CM_EVENT_UNREACHABLE);
+    ev.status = -ETIMEDOUT;
+    qp().on_cm_event(ev);
+    EXPECT_EQ(drain(), std::vector<rpma_conn_event>{RPMA_CONN_UNREACHABLE});
+    EXPECT_TRUE(
+        logged(RPMA_LOG_LEVEL_NOTICE, {"RDMA_CM_EVENT_UNREACHABLE", std::strerror(ETIMEDOUT)}));
 }
 
 TEST_F(CmEventTest, PumpRoutesByIdAndAcknowledgesEverything) {

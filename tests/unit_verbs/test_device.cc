@@ -26,7 +26,7 @@ TEST_F(DeviceTest, NoRdmaCmDeviceNode) {
     EXPECT_EQ(Device::lookup("192.0.2.1", RPMA_UTIL_IBV_CONTEXT_LOCAL, false, &ctx),
               RPMA_E_PROVIDER);
     EXPECT_EQ(ctx, nullptr);
-    EXPECT_TRUE(logged_error("no RDMA device for '192.0.2.1'", "no /dev/infiniband/rdma_cm"));
+    EXPECT_TRUE(logged_error("no local RDMA device for '192.0.2.1'", "no /dev/infiniband/rdma_cm"));
     EXPECT_EQ(fake::calls("rdma_getaddrinfo"), 0);
 }
 
@@ -54,6 +54,10 @@ struct StepCase {
     int err;
 };
 
+void PrintTo(const StepCase &c, std::ostream *os) {
+    *os << c.fn << (c.type == RPMA_UTIL_IBV_CONTEXT_LOCAL ? " (local)" : " (remote)");
+}
+
 class DeviceStepTest : public DeviceTest, public ::testing::WithParamInterface<StepCase> {};
 
 TEST_P(DeviceStepTest, FailsFreeingWhatCameBefore) {
@@ -62,7 +66,7 @@ TEST_P(DeviceStepTest, FailsFreeingWhatCameBefore) {
     ibv_context *ctx = nullptr;
     EXPECT_EQ(Device::lookup("192.0.2.1", c.type, false, &ctx), RPMA_E_PROVIDER);
     EXPECT_EQ(ctx, nullptr);
-    EXPECT_TRUE(logged_error(std::string(c.fn) + " failed", std::strerror(c.err))) << logs();
+    EXPECT_TRUE(logged_error(std::string(c.fn) + ": " + std::strerror(c.err))) << logs();
     // TearDown: the addrinfo and the id are gone
 }
 

@@ -33,6 +33,10 @@ struct StepCase {
     int err;
 };
 
+void PrintTo(const StepCase &c, std::ostream *os) {
+    *os << c.fn;
+}
+
 class ListenerStepTest : public ListenerTest, public ::testing::WithParamInterface<StepCase> {};
 
 TEST_P(ListenerStepTest, FailsFreeingWhatCameBefore) {

@@ -30,6 +30,10 @@ struct StepCase {
     const char *logged;  // what the error message names
 };
 
+void PrintTo(const StepCase &c, std::ostream *os) {
+    *os << c.fn;
+}
+
 class QpStepTest : public QpTest, public ::testing::WithParamInterface<StepCase> {};
 
 TEST_P(QpStepTest, ActiveFailsFreeingWhatCameBefore) {

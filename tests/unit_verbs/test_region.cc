@@ -116,6 +116,10 @@ struct AdviseCase {
     int code;
 };
 
+void PrintTo(const AdviseCase &c, std::ostream *os) {
+    *os << "errno " << c.err;
+}
+
 class AdviseTest : public RegionTest, public ::testing::WithParamInterface<AdviseCase> {};
 
 TEST_P(AdviseTest, MapsTheError) {
