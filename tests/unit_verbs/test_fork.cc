@@ -3,12 +3,17 @@
 // objects (nor the parent's threads). Each check runs in a child that exits with the verdict;
 // alarm() bounds a child that would hang.
 #include <poll.h>
+#include <sched.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <string>
 
 #include "provider/verbs/shared_recv_queue.h"
 #include "qp_fixture.h"
@@ -16,8 +21,36 @@
 namespace rpma::test {
 namespace {
 
+// True when thread tid sleeps in poll(2) (what /proc says it is calling).
+bool in_poll(const std::string &tid) {
+    std::ifstream f("/proc/self/task/" + tid + "/syscall");
+    long nr = -1;
+    if (!(f >> nr)) return false;  // "running"
+#ifdef SYS_poll
+    if (nr == SYS_poll) return true;
+#endif
+    return nr == SYS_ppoll;
+}
+
+// Returns once every other thread (the CM event pump's) sleeps in poll(2), so that the child
+// finds no lock held by a thread it does not have: one just started may hold the sanitizer
+// runtime's, one acknowledging an event the allocator's or the fakes'.
+void wait_others_in_poll() {
+    const std::string self = std::to_string(::gettid());
+    for (;;) {
+        bool all = true;
+        for (const auto &e : std::filesystem::directory_iterator("/proc/self/task")) {
+            std::string tid = e.path().filename();
+            if (tid != self && !in_poll(tid)) all = false;
+        }
+        if (all) return;
+        ::sched_yield();
+    }
+}
+
 // Runs body in a child process; the child's exit status is 0 when body returned true.
 int in_child(const std::function<bool()> &body) {
+    wait_others_in_poll();
     pid_t pid = ::fork();
     if (pid == 0) {
         ::alarm(20);
