@@ -5,8 +5,8 @@
 namespace rpma {
 
 int Peer::create(prov::Device *dev, Peer **out) {
-    auto d = dev->open_domain();
-    if (!d) return RPMA_E_PROVIDER;
+    std::unique_ptr<prov::Domain> d;
+    if (int ret = dev->open_domain(&d)) return ret;
     auto *p = new (std::nothrow) Peer(std::move(d));
     if (!p) return RPMA_E_NOMEM;
     *out = p;

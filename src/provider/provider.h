@@ -218,8 +218,9 @@ class Device {
     virtual ibv_context *context() noexcept = 0;
     // rpma_utils_ibv_context_is_odp_capable: 0 or RPMA_E_PROVIDER.
     virtual int odp_capable(int *out) = 0;
-    // A new domain on this device (no thread starts before the domain is used).
-    virtual std::unique_ptr<Domain> open_domain() = 0;
+    // A new domain on this device (no thread starts before the domain is used). 0,
+    // RPMA_E_NOMEM, RPMA_E_PROVIDER or RPMA_E_UNKNOWN (rpma_peer_new's codes).
+    virtual int open_domain(std::unique_ptr<Domain> *out) = 0;
 };
 
 // registry.cc: the device for an address, from the provider chosen for it (RPMA_PROVIDER

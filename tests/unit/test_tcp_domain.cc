@@ -82,7 +82,7 @@ class TcpDomainTest : public ::testing::Test {
         ASSERT_EQ(prov::lookup_device("127.0.0.1", RPMA_UTIL_IBV_CONTEXT_LOCAL, &ctx), 0);
         prov::Device *dev = prov::device_from_context(ctx);
         ASSERT_NE(dev, nullptr);
-        dom_ = dev->open_domain();
+        ASSERT_EQ(dev->open_domain(&dom_), 0);
         ASSERT_NE(dom_, nullptr);
     }
 

@@ -108,8 +108,9 @@ Device *Device::from_context(const ibv_context *ctx) noexcept {
     return nullptr;
 }
 
-std::unique_ptr<prov::Domain> Device::open_domain() {
-    return std::make_unique<Domain>();
+int Device::open_domain(std::unique_ptr<prov::Domain> *out) {
+    *out = std::make_unique<Domain>();
+    return 0;
 }
 
 }  // namespace rpma::tcp

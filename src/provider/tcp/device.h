@@ -24,7 +24,7 @@ class Device final : public prov::Device {
         *out = 0;
         return 0;
     }
-    std::unique_ptr<prov::Domain> open_domain() override;
+    int open_domain(std::unique_ptr<prov::Domain> *out) override;
 
     Device(const sockaddr_storage &ss, std::string address);
 

@@ -125,10 +125,11 @@ int Device::odp_capable(int *out) {
     return 0;
 }
 
-std::unique_ptr<prov::Domain> Device::open_domain() {
+int Device::open_domain(std::unique_ptr<prov::Domain> *out) {
     std::unique_ptr<Domain> d;
-    if (Domain::create(ctx_, &d) != 0) return nullptr;
-    return d;
+    if (int ret = Domain::create(ctx_, &d)) return ret;
+    *out = std::move(d);
+    return 0;
 }
 
 }  // namespace rpma::verbs

@@ -24,7 +24,7 @@ class Device final : public prov::Device {
     explicit Device(ibv_context *ctx) noexcept : ctx_(ctx) {}
     ibv_context *context() noexcept override { return ctx_; }
     int odp_capable(int *out) override;
-    std::unique_ptr<prov::Domain> open_domain() override;
+    int open_domain(std::unique_ptr<prov::Domain> *out) override;
 
   private:
     ibv_context *ctx_;  // owned by librdmacm for the life of the process

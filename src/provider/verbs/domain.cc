@@ -61,7 +61,11 @@ int Domain::create(ibv_context *ctx, std::unique_ptr<Domain> *out) {
     ibv_pd *pd = ibv_alloc_pd(ctx);
     if (!pd) {
         if (errno == ENOMEM) return RPMA_E_NOMEM;
-        RPMA_LOG_ERROR("ibv_alloc_pd: %s", std::strerror(errno ? errno : EINVAL));
+        if (errno == 0) {
+            RPMA_LOG_ERROR("ibv_alloc_pd failed without an error number");
+            return RPMA_E_UNKNOWN;
+        }
+        RPMA_LOG_ERROR("ibv_alloc_pd: %s", std::strerror(errno));
         return RPMA_E_PROVIDER;
     }
     prov::Caps caps{max_msg, kConnectPdataMax, kAcceptPdataMax};
@@ -79,7 +83,12 @@ Domain::Domain(ibv_context *ctx, ibv_pd *pd, const prov::Caps &caps, bool native
       pid_(::getpid()) {}
 
 Domain::~Domain() {
-    if (::getpid() != pid_) return;  // the parent's objects: a child leaves them alone
+    if (::getpid() != pid_) {
+        // The parent's objects: a child leaves them alone, the CM event pump too, whose
+        // destructor would stop the parent's thread through the eventfd they share.
+        (void)pump_.release();
+        return;
+    }
     pump_.reset();
     if (int err = ibv_dealloc_pd(pd_)) RPMA_LOG_ERROR("ibv_dealloc_pd: %s", std::strerror(err));
 }
@@ -105,18 +114,20 @@ int Domain::register_memory(char *addr, size_t size, int usage,
     if (int ret = check_process("the peer")) return ret;
     int access = access_for(usage, ctx_->device->transport_type);
     ibv_mr *mr = ibv_reg_mr(pd_, addr, size, access);
-    if (!mr && errno == EOPNOTSUPP && odp_) {
+    int err = mr ? 0 : errno;  // kept: a log function may change errno
+    if (!mr && err == EOPNOTSUPP && odp_) {
         // Memory the device cannot pin (a DAX file, say) may still be paged on demand.
         mr = ibv_reg_mr(pd_, addr, size, access | IBV_ACCESS_ON_DEMAND);
+        err = mr ? 0 : errno;
         if (!mr)
             RPMA_LOG_ERROR("ibv_reg_mr(%p, %zu, On-Demand Paging): %s", static_cast<void *>(addr),
-                           size, std::strerror(errno));
+                           size, std::strerror(err));
     } else if (!mr) {
         RPMA_LOG_ERROR("ibv_reg_mr(%p, %zu, access 0x%x): %s%s", static_cast<void *>(addr), size,
-                       access, std::strerror(errno),
-                       errno == EOPNOTSUPP ? " (and the device has no On-Demand Paging)" : "");
+                       access, std::strerror(err),
+                       err == EOPNOTSUPP ? " (and the device has no On-Demand Paging)" : "");
     }
-    if (!mr) return errno == ENOMEM ? RPMA_E_NOMEM : RPMA_E_PROVIDER;
+    if (!mr) return err == ENOMEM ? RPMA_E_NOMEM : RPMA_E_PROVIDER;
     *out = std::make_shared<Region>(mr, usage);
     return 0;
 }

@@ -15,7 +15,7 @@ namespace rpma::verbs {
 
 class Domain final : public prov::Domain {
   public:
-    // 0, RPMA_E_NOMEM or RPMA_E_PROVIDER (ibv_alloc_pd).
+    // 0, RPMA_E_NOMEM, RPMA_E_PROVIDER or, ibv_alloc_pd failing without errno, RPMA_E_UNKNOWN.
     static int create(ibv_context *ctx, std::unique_ptr<Domain> *out);
     ~Domain() override;
 

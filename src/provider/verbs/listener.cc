@@ -94,10 +94,12 @@ void Listener::close() {
     rdma_cm_event *ev = nullptr;
     while (rdma_get_cm_event(ch_, &ev) == 0) {
         if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
-            rdma_reject(ev->id, nullptr, 0);
+            if (rdma_reject(ev->id, nullptr, 0) != 0)
+                RPMA_LOG_WARNING("rdma_reject: %s", std::strerror(errno));
             rdma_cm_id *req = ev->id;
             rdma_ack_cm_event(ev);
-            rdma_destroy_id(req);
+            if (rdma_destroy_id(req) != 0)
+                RPMA_LOG_ERROR("rdma_destroy_id: %s", std::strerror(errno));
             continue;
         }
         rdma_ack_cm_event(ev);

@@ -302,7 +302,8 @@ void QueuePair::close() {
     if (::getpid() != pid_) return;  // the parent's verbs objects: left alone
     if (pump_) pump_->forget(id_);
     if (id_) {
-        if (unanswered_) rdma_reject(id_, nullptr, 0);
+        if (unanswered_ && rdma_reject(id_, nullptr, 0) != 0)
+            RPMA_LOG_WARNING("rdma_reject: %s", std::strerror(errno));
         if (id_->qp) rdma_destroy_qp(id_);
     }
     flush_target_.reset();

@@ -1,0 +1,176 @@
+// verbs::QueuePair: each step of making one failing (client and server side, everything made
+// before the failure destroyed), and connect, accept, disconnect and posting failing.
+#include <cerrno>
+#include <cstring>
+
+#include "qp_fixture.h"
+
+namespace rpma::test {
+namespace {
+
+TEST_F(QpTest, ActiveCreatesAndCloses) {
+    ASSERT_EQ(create_active(), 0);
+    EXPECT_EQ(qp_->qp_num(), 0x42u);
+    const ibv_qp_init_attr_ex &a = fake::seen().qp_attr;
+    EXPECT_EQ(a.qp_type, IBV_QPT_RC);
+    EXPECT_EQ(a.cap.max_send_wr, 4u);
+    EXPECT_EQ(a.cap.max_recv_wr, 4u);
+    EXPECT_EQ(a.pd, dom_->pd());
+    EXPECT_EQ(a.srq, nullptr);
+    qp_->close();
+    qp_->close();  // once only
+    EXPECT_EQ(fake::calls("rdma_destroy_qp"), 1);
+    EXPECT_EQ(fake::calls("rdma_destroy_id"), 1);
+    EXPECT_EQ(fake::calls("rdma_reject"), 0);
+}
+
+struct StepCase {
+    const char *fn;
+    int err;
+    const char *logged;  // what the error message names
+};
+
+void PrintTo(const StepCase &c, std::ostream *os) {
+    *os << c.fn;
+}
+
+class QpStepTest : public QpTest, public ::testing::WithParamInterface<StepCase> {};
+
+TEST_P(QpStepTest, ActiveFailsFreeingWhatCameBefore) {
+    fake::fail(GetParam().fn, GetParam().err);
+    EXPECT_EQ(create_active(), RPMA_E_PROVIDER);
+    EXPECT_EQ(qp_, nullptr);
+    EXPECT_TRUE(logged_error(GetParam().logged, std::strerror(GetParam().err))) << logs();
+    // TearDown: the addrinfo, id, QP, flush region and pump channel are gone
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Steps, QpStepTest,
+    ::testing::Values(StepCase{"rdma_getaddrinfo", ENODEV, "cannot resolve 192.0.2.1:7204"},
+                      StepCase{"rdma_create_id", ENOMEM, "rdma_create_id"},
+                      StepCase{"rdma_resolve_addr", EHOSTUNREACH, "rdma_resolve_addr"},
+                      StepCase{"rdma_resolve_route", ETIMEDOUT, "rdma_resolve_route"},
+                      StepCase{"rdma_create_qp_ex", ENOMEM, "rdma_create_qp_ex(send 4, receive 4)"},
+                      StepCase{"ibv_reg_mr", EFAULT, "ibv_reg_mr(the flush's read target)"},
+                      StepCase{"rdma_create_event_channel", EMFILE, "rdma_create_event_channel"},
+                      StepCase{"rdma_migrate_id", EINVAL, "rdma_migrate_id"}));
+
+class PassiveQpTest : public QpTest {
+  protected:
+    void SetUp() override {
+        QpTest::SetUp();
+        req_ = std::make_unique<verbs::ConnectRequest>(fake::incoming_id(), "hi", 2);
+    }
+    void TearDown() override {
+        qp_.reset();
+        req_.reset();
+        QpTest::TearDown();
+    }
+    std::unique_ptr<verbs::ConnectRequest> req_;
+};
+
+TEST_F(PassiveQpTest, CreationFailureRejectsTheRequestOnce) {
+    fake::fail("rdma_create_qp_ex", ENOMEM);
+    EXPECT_EQ(dom_->create_qp(attr_, *req_, &qp_), RPMA_E_PROVIDER);
+    EXPECT_EQ(qp_, nullptr);
+    req_.reset();
+    EXPECT_EQ(fake::calls("rdma_reject"), 1);
+    EXPECT_EQ(fake::calls("rdma_destroy_id"), 1);
+}
+
+TEST_F(PassiveQpTest, CarriesTheClientsPrivateData) {
+    ASSERT_EQ(dom_->create_qp(attr_, *req_, &qp_), 0);
+    EXPECT_EQ(qp_->remote_pdata(), (std::vector<uint8_t>{'h', 'i'}));
+}
+
+TEST_F(PassiveQpTest, AcceptFailsAndCloseStillRejects) {
+    ASSERT_EQ(dom_->create_qp(attr_, *req_, &qp_), 0);
+    fake::fail("rdma_accept", ECONNABORTED);
+    EXPECT_EQ(qp_->accept(std::move(req_), nullptr, 0), RPMA_E_PROVIDER);
+    EXPECT_TRUE(logged_error("rdma_accept", std::strerror(ECONNABORTED)));
+    qp_->close();
+    EXPECT_EQ(fake::calls("rdma_reject"), 1);
+}
+
+TEST_F(PassiveQpTest, RejectFailureAtCloseIsLogged) {
+    ASSERT_EQ(dom_->create_qp(attr_, *req_, &qp_), 0);
+    fake::fail("rdma_reject", ECONNRESET);
+    qp_->close();
+    EXPECT_TRUE(logged(RPMA_LOG_LEVEL_WARNING, {"rdma_reject", std::strerror(ECONNRESET)}));
+}
+
+TEST_F(PassiveQpTest, AcceptedIsNotRejected) {
+    ASSERT_EQ(dom_->create_qp(attr_, *req_, &qp_), 0);
+    ASSERT_EQ(qp_->accept(std::move(req_), "x", 1), 0);
+    qp_->close();
+    EXPECT_EQ(fake::calls("rdma_reject"), 0);
+}
+
+TEST_F(QpTest, ConnectFails) {
+    ASSERT_EQ(create_active(), 0);
+    fake::fail("rdma_connect", ECONNREFUSED);
+    EXPECT_EQ(qp_->connect("p", 1), RPMA_E_PROVIDER);
+    EXPECT_TRUE(logged_error("rdma_connect", std::strerror(ECONNREFUSED)));
+}
+
+TEST_F(QpTest, DisconnectFails) {
+    ASSERT_EQ(create_active(), 0);
+    fake::fail("rdma_disconnect", EINVAL);
+    EXPECT_EQ(qp_->disconnect(), RPMA_E_PROVIDER);
+    EXPECT_TRUE(logged_error("rdma_disconnect", std::strerror(EINVAL)));
+}
+
+TEST_F(QpTest, DestroyIdFailureAtCloseIsLogged) {
+    ASSERT_EQ(create_active(), 0);
+    fake::fail("rdma_destroy_id", EBUSY);
+    qp_->close();
+    EXPECT_TRUE(logged_error("rdma_destroy_id", std::strerror(EBUSY)));
+}
+
+TEST_F(QpTest, PostSendFails) {
+    ASSERT_EQ(create_active(), 0);
+    prov::SendWr wr;
+    wr.op = prov::WrOp::kWrite;
+    fake::fail("ibv_post_send", ENOMEM);
+    EXPECT_EQ(qp_->post_send(wr), RPMA_E_PROVIDER);
+    EXPECT_TRUE(logged_error("ibv_post_send(write, 0 bytes)", "(the send queue is full)"));
+    fake::fail("ibv_post_send", EINVAL);
+    wr.op = prov::WrOp::kSend;
+    EXPECT_EQ(qp_->post_send(wr), RPMA_E_PROVIDER);
+    EXPECT_TRUE(logged_error("ibv_post_send(send, 0 bytes)", std::strerror(EINVAL)));
+}
+
+TEST_F(QpTest, PostRecvFails) {
+    ASSERT_EQ(create_active(), 0);
+    fake::fail("ibv_post_recv", ENOMEM);
+    EXPECT_EQ(qp_->post_recv(prov::RecvWr{}), RPMA_E_PROVIDER);
+    EXPECT_TRUE(logged_error("ibv_post_recv", "(the receive queue is full)"));
+}
+
+TEST_F(QpTest, FlushReadsIntoItsOwnRegion) {
+    ASSERT_EQ(create_active(), 0);
+    prov::SendWr wr;
+    wr.op = prov::WrOp::kFlush;
+    wr.raddr = 0x1000;
+    wr.rkey = 77;
+    ASSERT_EQ(qp_->post_send(wr), 0);
+    EXPECT_EQ(fake::seen().send_wr.opcode, IBV_WR_RDMA_READ);
+    EXPECT_EQ(fake::seen().send_sge.length, 8u);
+    EXPECT_NE(fake::seen().send_sge.lkey, 0u);
+    EXPECT_EQ(fake::seen().send_wr.wr.rdma.rkey, 77u);
+}
+
+TEST_F(QpTest, AtomicWriteIsAFencedInlineWrite) {
+    ASSERT_EQ(create_active(), 0);
+    prov::SendWr wr;
+    wr.op = prov::WrOp::kAtomicWrite;
+    wr.value = 0x1122334455667788;
+    ASSERT_EQ(qp_->post_send(wr), 0);
+    EXPECT_EQ(fake::seen().send_wr.opcode, IBV_WR_RDMA_WRITE);
+    EXPECT_EQ(fake::seen().send_wr.send_flags & (IBV_SEND_INLINE | IBV_SEND_FENCE),
+              static_cast<unsigned>(IBV_SEND_INLINE | IBV_SEND_FENCE));
+    EXPECT_EQ(fake::seen().send_sge.length, 8u);
+}
+
+}  // namespace
+}  // namespace rpma::test
