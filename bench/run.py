@@ -25,7 +25,16 @@ provider. --peers runs a subset of the peers (the alias shm names rpma, rpma-shm
 
 tcp-2msg (write+flush cases only) is the raw TCP ping-pong with the request sent as two writes
 (tcp_peer lat --messages 2), as rpma sends the write and the flush as two frames when the program
-posts them: the floor for that exchange, shown beside the targets, which are against one write."""
+posts them: the floor for that exchange, shown beside the targets, which are against one write.
+
+RDMA (issue 20): rpma-verbs (rpma-perf server and client with --provider verbs on the address of
+an RDMA device: --verbs-addr, $RPMA_VERBS_ADDR, $RPMA_GUEST_ADDR or the first RDMA link's) and
+perftest (ib_write_bw, ib_read_bw, ib_read_lat, ib_write_lat, ib_send_lat, all -R, server and
+client on that address), alias verbs; where there is no RDMA device they are reported unavailable,
+once. Case mapping in VERBS_CASES' comment and docs/performance.md; the run in the soft-RoCE guest:
+    bash tests/guest/guest.sh run --timeout 580 -- "python3 bench/run.py --peers verbs \\
+        --perf build/tools/rpma-perf/rpma-perf --out bench/results-verbs.json ..." (the
+doc gives the exact one)."""
 import argparse
 import json
 import os
@@ -45,7 +54,7 @@ DEPTH = 32
 # (case, kind, size, spin); kind: write | read (bandwidth) or one of LAT_KINDS (8-byte round
 # trips: lat = write + flush (APM), gpspm = write + flush request answered by the server's
 # thread, sendrecv = send answered by the server's thread)
-LAT_KINDS = ("lat", "gpspm", "sendrecv")
+LAT_KINDS = ("lat", "gpspm", "sendrecv", "readlat", "writelat")
 CASES = [(f"write_{n}", "write", s, False) for n, s in SIZES] + \
         [(f"read_{n}", "read", s, False) for n, s in SIZES] + \
         [("lat_blocking", "lat", 8, False), ("lat_busy_poll", "lat", 8, True),
@@ -75,6 +84,22 @@ P99_TARGETS = [("lat_blocking", "tcp", "<=", 1.2), ("lat_busy_poll", "tcp", "<="
 # (case, peer, relation, value): rpma's CPU seconds per GiB / the peer's
 CPU_TARGETS = [("write_64k", "tcp", "<=", 1.2)]
 
+# issue 20: rpma over verbs against perftest (ib_*_lat, ib_*_bw with -R) on the same RDMA device.
+# Beside the cases above that map (write_*, read_*: ib_write_bw, ib_read_bw at the same size and
+# depth; sendrecv_*: ib_send_lat, -e for blocking) two cases of their own, one operation at a time:
+# read_lat (rpma read 8 B, post to completion, against ib_read_lat) and write_lat (rpma write 8 B,
+# post to completion, the RC ack included, against ib_write_lat's ping-pong round trip, that is
+# twice what it prints). They run by default whenever a verbs peer runs, and only for those peers.
+VERBS_CASES = [("read_lat_busy_poll", "readlat", 8, True),
+               ("write_lat_busy_poll", "writelat", 8, True)]
+VERBS_PEERS = ["rpma-verbs", "perftest"]
+# (case, relation, value): rpma-verbs / perftest, medians of the same run
+VERBS_TARGETS = [(f"{op}_{n}", ">=", 0.9) for op in ("write", "read") for n, _ in SIZES] + \
+    [(c, "<=", 1.1) for c in ("read_lat_busy_poll", "write_lat_busy_poll", "sendrecv_blocking",
+                              "sendrecv_busy_poll")]
+PERFTEST_TOOLS = {"write": "ib_write_bw", "read": "ib_read_bw", "readlat": "ib_read_lat",
+                  "writelat": "ib_write_lat", "sendrecv": "ib_send_lat"}
+
 # cases run only when --cases names them: 1000 idle connections per provider (issue 11);
 # the metric is Pss per connection (KiB), with the idle CPU beside it
 IDLE_CASES = [("idle_1000", "idle", 1000, False)]
@@ -95,10 +120,10 @@ TOOLS = {"perf": "rpma-perf", "tcp": "tcp_peer", "fabric": "fabric_peer", "ucx":
 
 # a peer's method is its name with - as _
 PEERS = ["rpma", "tcp", "tcp-2msg", "libfabric", "ucx", "rpma_base",
-         "rpma-shm", "shm-spin", "shm-eventfd", "memcpy", "pvm-writev"]
+         "rpma-shm", "shm-spin", "shm-eventfd", "memcpy", "pvm-writev"] + VERBS_PEERS
 TCP_PEERS = ["tcp", "libfabric", "ucx", "rpma_base"]  # the main table and the plot
 SHM_PEERS = ["rpma-shm", "shm-spin", "shm-eventfd", "memcpy", "pvm-writev"]
-PEER_ALIASES = {"shm": ["rpma"] + SHM_PEERS}
+PEER_ALIASES = {"shm": ["rpma"] + SHM_PEERS, "verbs": VERBS_PEERS}
 IDLE_PEERS = ("rpma", "rpma-shm")  # the only peers of IDLE_CASES
 
 
@@ -111,10 +136,13 @@ class Runner:
         self.a = args
         self.port = 51000
         self.ucx_port = 52000
-        self.perf_has_provider = False
+        self.perf_has_provider = self.perf_has_provider_verbs = False
+        self.verbs_why = None  # None: not asked yet; "": the verbs peers can run
+        self.verbs_rate = {}
         if args.perf:
             h = subprocess.run([args.perf, "--help"], capture_output=True, text=True)
             self.perf_has_provider = "--provider" in h.stdout
+            self.perf_has_provider_verbs = "verbs" in h.stdout.split("--provider", 1)[-1][:40]
 
     def next_port(self):
         self.port = 51000 + (self.port - 51000 + 1) % 900
@@ -149,7 +177,8 @@ class Runner:
         else:  # an rpma-perf from before --provider (a bundle): the variable it would set
             env = dict(env or os.environ, RPMA_PROVIDER=provider)
         if kind in LAT_KINDS:
-            op = {"lat": "write-flush", "gpspm": "gpspm", "sendrecv": "send-recv"}[kind]
+            op = {"lat": "write-flush", "gpspm": "gpspm", "sendrecv": "send-recv",
+                  "readlat": "read", "writelat": "write"}[kind]
             cmd += ["--op", op, "--size", str(size), "--iodepth", "1"]
         else:
             cmd += ["--op", kind, "--size", str(size), "--iodepth", str(DEPTH)]
@@ -168,6 +197,122 @@ class Runner:
 
     def rpma_shm(self, kind, size, spin):
         return self.rpma(kind, size, spin, provider="shm")
+
+    # ---- issue 20: the verbs peers, on the RDMA device's address ----
+    def verbs_ready(self):
+        """the address of an RDMA device, or Unavailable saying why there is none"""
+        if self.verbs_why is None:
+            self.verbs_why = verbs_unavailable(self.a)
+        if self.verbs_why:
+            raise Unavailable(self.verbs_why)
+        return self.a.verbs_addr
+
+    # rpma-perf server and client over RPMA_PROVIDER=verbs on that address; every case spins
+    # (--busy-poll) but sendrecv_blocking, as perftest polls unless -e
+    def rpma_verbs(self, kind, size, spin):
+        if kind in ("idle", "gpspm", "lat"):
+            return None  # no perftest counterpart (lat: write+flush, see docs/performance.md)
+        addr = self.verbs_ready()
+        busy = spin or kind in ("write", "read")
+        env = dict(os.environ, RPMA_PROVIDER="verbs")
+        prov = ["--provider", "verbs"] if self.perf_has_provider_verbs else []
+        port = str(self.next_port())
+        region = 64 * MiB
+        while region < DEPTH * size + 4096:
+            region *= 2
+        errf = open(os.devnull, "w")
+        srv = subprocess.Popen([self.a.perf, "server", "--addr", addr, "--port", port, "--size",
+                                str(region)] + prov, env=env, stdout=subprocess.PIPE,
+                               stderr=errf, text=True)
+        try:
+            line = srv.stdout.readline()  # its first line says it listens (or it exited)
+            if "listening" not in line:
+                srv.wait(timeout=30)
+                raise RuntimeError(f"rpma-perf server did not start (exit {srv.returncode})")
+            cmd = [self.a.perf, "client", "--addr", addr, "--port", port, "--json", "--time",
+                   str(self.a.time)] + prov
+            if kind in LAT_KINDS:
+                op = {"sendrecv": "send-recv", "readlat": "read", "writelat": "write"}[kind]
+                cmd += ["--op", op, "--size", str(size), "--iodepth", "1"]
+            else:
+                cmd += ["--op", kind, "--size", str(size), "--iodepth", str(DEPTH)]
+            if busy:
+                cmd.append("--busy-poll")
+            j = self.run_json(cmd, env=env)
+        finally:
+            srv.send_signal(2)  # SIGINT: the server's way out
+            try:
+                srv.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                srv.kill()
+                srv.wait()
+            errf.close()
+        if not j.get("verified"):
+            raise RuntimeError("rpma-perf data check failed")
+        if j.get("provider") != "verbs":
+            raise RuntimeError(f"rpma-perf ran provider {j.get('provider')}, not verbs")
+        # perftest's iterations for the same case in this run: about --time seconds at this rate
+        self.verbs_rate[(kind, size, spin)] = j["ops"] / max(j["seconds"], 1e-6)
+        v = j["lat_us"]["p50"] if kind in LAT_KINDS else j["bw_bytes_per_s"] / MiB
+        return v, {"client_cpu_s": j["client_cpu_s"], "server_cpu_s": j["server_cpu_s"],
+                   "p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"],
+                   "ops": j["ops"], "busy_poll": busy, **self.cpu_extra(j, j["bytes"])}, \
+            ([] if prov else ["RPMA_PROVIDER=verbs"]) + cmd
+
+    # perftest, server and client on the same address, connected by rdma_cm (-R)
+    def perftest(self, kind, size, spin):
+        tool = PERFTEST_TOOLS.get(kind)
+        if tool is None or (kind in ("readlat", "writelat") and not spin):
+            return None
+        addr = self.verbs_ready()
+        path = shutil.which(tool)
+        if not path:
+            raise Unavailable(f"{tool} not found (Debian: perftest)")
+        args = ["-R", "-F", "-s", str(size)]
+        # iterations: about --time seconds at the rate rpma-perf had in this case and run (-D,
+        # perftest's timed mode, printed 0 MB/s now and then in the emulated guest)
+        rate = self.verbs_rate.get((kind, size, spin), 1000 / self.a.time)
+        if kind in LAT_KINDS:
+            args += ["-n", str(min(100000, max(200, int(rate * self.a.time))))]
+            if not spin:
+                args.append("-e")  # sleep on CQ events, as rpma_cq_wait
+        else:
+            # -Q 1: every operation signaled, as rpma-perf's (perftest's default moderates)
+            args += ["-t", str(DEPTH), "-Q", "1", "-n",
+                     str(min(1000000, max(4 * DEPTH, int(rate * self.a.time))))]
+        last = None
+        for attempt in range(3):  # the client may come before the server listens
+            port = str(self.next_port() + 4000)
+            srv = subprocess.Popen([path, "-p", port] + args, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+            try:
+                time.sleep(1.0 + attempt)
+                cmd = [path, "-p", port] + args + [addr]
+                p = subprocess.run(cmd, capture_output=True, text=True,
+                                   timeout=self.a.time * 10 + 120)
+            finally:
+                try:
+                    srv.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    srv.kill()
+                    srv.wait()
+            res = parse_perftest(p.stdout, kind)
+            # a run with no figures (0 MB/s, inf us: perftest's clock saw nothing) is retried
+            fig = ("t_typical", "t_avg", "p99") if kind in LAT_KINDS else ("bw_avg",)
+            if p.returncode == 0 and res and all(0 < res[k] < float("inf") for k in fig):
+                break
+            last = f"{tool} exit {p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}"
+        else:
+            raise RuntimeError(last)
+        if kind in LAT_KINDS:
+            # write_lat and send_lat print half their ping-pong's round trip; read_lat the read
+            k = 1 if kind == "readlat" else 2
+            v = k * res["t_typical"]
+            return v, {"p99_us": k * res["p99"], "mean_us": k * res["t_avg"],
+                       "printed": res, "rtt_factor": k, "ops": res["iterations"],
+                       "busy_poll": spin}, cmd
+        # perftest's MB is 2^20 bytes (its format_factor 0x100000): MiB/s as rpma-perf's
+        return res["bw_avg"], {"printed": res, "busy_poll": True}, cmd
 
     # N idle connections (bench/idle_conns): Pss per connection in KiB, idle CPU beside it
     def idle(self, n, provider):
@@ -310,6 +455,49 @@ class Runner:
             extra.update({"cpu_s": None, "proc_cpu_s": round(children_cpu() - c0, 4),
                           "bytes": (n + warm) * size})
         return v, extra, ["UCX_TLS=tcp"] + cmd
+
+
+def parse_perftest(out, kind):
+    """the figures of perftest's result line: the line after the one that starts with #bytes"""
+    lines = out.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.strip().startswith("#bytes"):
+            try:
+                f = [float(x) for x in lines[i + 1].split()]
+            except ValueError:
+                return None
+            if kind in LAT_KINDS and len(f) >= 9:
+                return dict(zip(("bytes", "iterations", "t_min", "t_max", "t_typical", "t_avg",
+                                 "t_stdev", "p99", "p999"), f))
+            if kind not in LAT_KINDS and len(f) >= 5:
+                return dict(zip(("bytes", "iterations", "bw_peak", "bw_avg", "msg_rate_mpps"),
+                                f))
+    return None
+
+
+def verbs_unavailable(a):
+    """None where an RDMA device serves a.verbs_addr (found when not given), else why not"""
+    if not os.path.isdir("/dev/infiniband"):
+        return "no RDMA device here (no /dev/infiniband)"
+    if not a.verbs_addr:
+        try:  # the IPv4 address of the first RDMA link's netdev
+            links = json.loads(subprocess.run(["rdma", "-j", "link", "show"],
+                                              capture_output=True, text=True).stdout or "[]")
+            for link in links:
+                dev = link.get("netdev")
+                if not dev:
+                    continue
+                info = json.loads(subprocess.run(["ip", "-j", "-4", "addr", "show", "dev", dev],
+                                                 capture_output=True, text=True).stdout or "[]")
+                addrs = [x["local"] for i in info for x in i.get("addr_info", [])]
+                if addrs:
+                    a.verbs_addr = addrs[0]
+                    break
+        except (OSError, ValueError):
+            pass
+    if not a.verbs_addr:
+        return "no IPv4 address on an RDMA link (rdma link; give --verbs-addr)"
+    return None
 
 
 def children_cpu():
@@ -469,6 +657,10 @@ def main():
                     help="where to find rpma-perf, tcp_peer, fabric_peer, ucx_perftest, "
                     "shm_peer and idle_conns not given by --perf, --tcp, --fabric, --ucx, --shm, "
                     "--idle (default: $RPMA_BENCH_BIN)")
+    ap.add_argument("--verbs-addr", default=os.environ.get("RPMA_VERBS_ADDR") or
+                    os.environ.get("RPMA_GUEST_ADDR", ""),
+                    help="the verbs peers' address, an RDMA device's (default: $RPMA_VERBS_ADDR, "
+                    "$RPMA_GUEST_ADDR, else the first RDMA link's IPv4 address)")
     ap.add_argument("--time", type=float, default=3.0)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default="results.json")
@@ -476,7 +668,8 @@ def main():
                     ", ".join(c[0] for c in CASES) + "; and, only when named: " +
                     ", ".join(c[0] for c in IDLE_CASES))
     ap.add_argument("--peers", default="", help="comma-separated subset of the peers: " +
-                    ", ".join(PEERS) + " (shm: " + ",".join(PEER_ALIASES["shm"]) + ")")
+                    ", ".join(PEERS) + " (shm: " + ",".join(PEER_ALIASES["shm"]) + "; verbs: " +
+                    ",".join(PEER_ALIASES["verbs"]) + ")")
     ap.add_argument("--baseline-lib", default="",
                     help="a folder with another librpma.so.0: rpma-perf runs over it as well")
     ap.add_argument("--plot", default="", metavar="FILE.svg",
@@ -500,21 +693,37 @@ def main():
         unknown = set(want) - set(PEERS)
         if unknown:
             ap.error(f"unknown peer(s) {', '.join(sorted(unknown))}; the peers: " +
-                     ", ".join(PEERS) + ", or the alias shm")
+                     ", ".join(PEERS) + ", or the aliases shm, verbs")
         peers = [p for p in PEERS if p in want]
-    if not a.perf or ("tcp" in peers and not a.tcp):
+    if not a.perf or (any(p in peers for p in ("tcp", "tcp-2msg")) and not a.tcp):
         ap.error("--perf and --tcp are required (or --bin-dir with them, or --from with --plot)")
     print(f"run.py: rpma-perf {a.perf}, tcp_peer {a.tcp or '(none)'}, "
           f"fabric_peer {a.fabric or '(none)'}, ucx_perftest {a.ucx or '(none)'}, "
           f"shm_peer {a.shm or '(none)'}, idle_conns {a.idle or '(none)'}", file=sys.stderr)
     r = Runner(a)
-    all_cases = CASES + IDLE_CASES
+    verbs_why = None
+    if set(peers) & set(VERBS_PEERS):  # asked once: without a device they say so, once
+        verbs_why = verbs_unavailable(a)
+        r.verbs_why = verbs_why or ""
+        if verbs_why:
+            print(f"run.py: the verbs peers ({', '.join(VERBS_PEERS)}) are unavailable: "
+                  f"{verbs_why}", file=sys.stderr)
+            peers = [p for p in peers if p not in VERBS_PEERS]
+            if not peers:
+                return 77
+        else:
+            print(f"run.py: the verbs peers run on {a.verbs_addr}", file=sys.stderr)
+    all_cases = CASES + VERBS_CASES + IDLE_CASES
     unknown = set(a.cases.split(",")) - {c[0] for c in all_cases} if a.cases else set()
     if unknown:
         ap.error(f"unknown case(s) {', '.join(sorted(unknown))}; the cases: " +
                  ", ".join(c[0] for c in all_cases))
+    verbs_on = bool(set(peers) & set(VERBS_PEERS))
     cases = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")] + \
+        [c for c in VERBS_CASES if (a.cases and c[0] in a.cases.split(",")) or
+         (not a.cases and verbs_on)] + \
         [c for c in IDLE_CASES if a.cases and c[0] in a.cases.split(",")]
+    verbs_case_names = {c[0] for c in VERBS_CASES}
     info = machine()
     samples = {(c[0], p): [] for c in cases for p in PEERS}
     extras = {(c[0], p): [] for c in cases for p in PEERS}
@@ -524,6 +733,8 @@ def main():
         for case, kind, size, spin in cases:
             for peer in peers:
                 if kind == "idle" and peer not in IDLE_PEERS:
+                    continue
+                if case in verbs_case_names and peer not in VERBS_PEERS:
                     continue
                 run_peer = getattr(r, peer.replace("-", "_"))
                 try:
@@ -547,6 +758,9 @@ def main():
                 print(f"  run {run + 1} {case:14s} {peer:11s} {fmt(v, kind)}", file=sys.stderr,
                       flush=True)
     info["loadavg_end"] = os.getloadavg()[0]
+    if verbs_on or verbs_why:
+        info["verbs"] = {"addr": a.verbs_addr, "unavailable": verbs_why,
+                         "perftest": perftest_version()}
     info["wall_s"] = round(time.time() - t_start, 1)
 
     out = {"machine": info, "runs": a.runs, "seconds_per_run": a.time,
@@ -626,6 +840,7 @@ def main():
             "ratios_rpma_to": ratios, "targets": targets,
             "commands": {p: cmds.get((case, p)) for p in PEERS},
             "errors": {p: errors.get((case, p)) for p in PEERS if errors.get((case, p))}})
+        out["cases"][-1].update(verbs_summary(case, kind, samples, extras))
         rows.append((case, kind, med, ratios, targets, p99, cpu, cpu_ratios, cpu_targets,
                      p99_targets, shm_ratios, shm_targets))
 
@@ -661,12 +876,16 @@ def main():
         return fmt(med[p], kind)
 
     show_tcp = any(p in TCP_PEERS for p in peers)
-    main_rows = [r for r in rows if r[1] != "idle"] if show_tcp else []
+    main_rows = [r for r in rows if r[1] != "idle" and r[0] not in verbs_case_names] \
+        if show_tcp else []
     if main_rows:
         print_tcp_tables(a, info, main_rows, relative, out, rt, cell)
-    shm_rows = [r for r in rows if r[1] != "idle"] if set(peers) & set(SHM_PEERS) else []
+    shm_rows = [r for r in rows if r[1] != "idle" and r[0] not in verbs_case_names] \
+        if set(peers) & set(SHM_PEERS) else []
     if shm_rows:
         print_shm_tables(a, info, shm_rows, rt, cell)
+    if verbs_on:
+        print_verbs_table(a, info, out, errors)
     idle_rows = [c for c in out["cases"] if c["kind"] == "idle"]
     if idle_rows:
         print_idle_table(idle_rows, errors)
@@ -674,8 +893,77 @@ def main():
     if a.plot:
         plot(out, a.plot)
     # failed: rpma produced nothing (or rpma-shm, when only it runs; any peer without either)
-    subjects = [p for p in ("rpma", "rpma-shm") if p in peers] or peers
+    subjects = [p for p in ("rpma", "rpma-shm", "rpma-verbs") if p in peers] or peers
     return 1 if errors and not any(samples[(c[0], p)] for c in cases for p in subjects) else 0
+
+
+def perftest_version():
+    try:
+        return subprocess.run(["ib_write_bw", "--version"], capture_output=True,
+                              text=True).stdout.strip().splitlines()[-1]
+    except (OSError, IndexError):
+        return None
+
+
+def verbs_summary(case, kind, samples, extras):
+    """issue 20: rpma-verbs against perftest: the ratio of the medians, the ratio in each run
+    (the peers alternate within a run), p99 beside p50, and the target"""
+    rv, pt = samples[(case, "rpma-verbs")], samples[(case, "perftest")]
+    if not rv or not pt:
+        return {"verbs_ratio": None, "verbs_target": None}
+    ratio = statistics.median(rv) / statistics.median(pt)
+    per_run = [x / y if y else None for x, y in zip(rv, pt)]  # where both ran in every run
+    target = None
+    for name, rel, val in VERBS_TARGETS:
+        if case == name:
+            met = ratio >= val if rel == ">=" else ratio <= val
+            target = {"relation": rel, "value": val, "met": met}
+            break
+    p99 = None
+    if kind in LAT_KINDS:
+        p99 = {p: statistics.median(e["p99_us"] for e in extras[(case, p)])
+               for p in VERBS_PEERS}
+    return {"verbs_ratio": ratio, "verbs_ratio_per_run": per_run if len(rv) == len(pt) else None,
+            "verbs_p99_us": p99, "verbs_target": target}
+
+
+def print_verbs_table(a, info, out, errors):
+    """issue 20: rpma over verbs against perftest on the same device, medians of the runs"""
+    v = info.get("verbs", {})
+    print(f"\nrpma over verbs against perftest on {v.get('addr')} ({v.get('perftest')}): "
+          f"medians of {a.runs} runs of {a.time:g} s, the peers alternating, {info['cpus']} "
+          f"CPUs; latency = p50 round trip in us (ib_write_lat, ib_send_lat: twice what they "
+          f"print), bandwidth in MiB/s at depth {DEPTH}; ratio = rpma / perftest\n")
+    hdr = f"| {'case':20s} | {'perftest':14s} | {'rpma-verbs':>10s} | {'perftest':>10s} | " \
+          f"{'ratio':>6s} | {'per run':24s} | {'rpma p99':>8s} | {'pt p99':>8s} | target |"
+    print(hdr)
+    print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
+    for c in out["cases"]:
+        if c["kind"] not in PERFTEST_TOOLS or not (c["samples"]["rpma-verbs"] or
+                                                   errors.get((c["case"], "rpma-verbs"))):
+            continue
+        tool = PERFTEST_TOOLS[c["kind"]] + (" -e" if c["kind"] in LAT_KINDS and
+                                            not c["busy_poll"] else "")
+
+        def cell(p):
+            if c["median"][p] is None:
+                un = all(e.startswith("unavailable") for e in errors.get((c["case"], p), [""]))
+                return "unavail." if un and errors.get((c["case"], p)) else \
+                    ("FAILED" if errors.get((c["case"], p)) else "-")
+            return f"{c['median'][p]:.1f}" if c["kind"] in LAT_KINDS else \
+                f"{c['median'][p]:.0f}"
+        r = c.get("verbs_ratio")
+        pr = ",".join("-" if x is None else f"{x:.2f}" for x in c.get("verbs_ratio_per_run") or [])
+        t = c.get("verbs_target")
+        tg = f"{t['relation']}{t['value']:g}: {verdict(t)}" if t else ""
+        p99 = c.get("verbs_p99_us") or {}
+
+        def us(x):
+            return "-" if x is None else f"{x:.1f}"
+        print(f"| {c['case']:20s} | {tool:14s} | {cell('rpma-verbs'):>10s} | "
+              f"{cell('perftest'):>10s} | {'-' if r is None else f'{r:.2f}x':>6s} | "
+              f"{pr:24s} | {us(p99.get('rpma-verbs')):>8s} | {us(p99.get('perftest')):>8s} | "
+              f"{tg}")
 
 
 def verdict(t):

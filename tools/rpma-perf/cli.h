@@ -79,7 +79,7 @@ static const char perf_cli_usage[] =
     "                          gpspm, send-recv: the server's session thread waits in\n"
     "                          rpma_cq_wait (wait) or spins on rpma_cq_get_wc (poll);\n"
     "                          default: as the client.\n"
-    "  -P, --provider tcp|shm|auto\n"
+    "  -P, --provider tcp|shm|verbs|auto\n"
     "                          Set RPMA_PROVIDER for this process and the server it\n"
     "                          forks, before the first librpma call; auto unsets it,\n"
     "                          so librpma chooses. Default: the environment as it is.\n"

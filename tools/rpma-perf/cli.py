@@ -83,7 +83,7 @@ OPTIONS = [
      "spins on [[rpma_cq_get_wc]] (**poll**); default: as the client.",
      "The client tells the server when it connects; **poll** with **--busy-poll**, else "
      "**wait**."),
-    ("P", "provider", "tcp|shm|auto",
+    ("P", "provider", "tcp|shm|verbs|auto",
      "Set **RPMA_PROVIDER** for this process and the server it forks, before the first librpma "
      "call; **auto** unsets it, so librpma chooses. Default: the environment as it is.",
      "When librpma lacks the provider that **RPMA_PROVIDER** names, rpma-perf says so and exits "

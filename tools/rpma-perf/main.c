@@ -139,7 +139,8 @@ static int parse(int argc, char *argv[], struct cli *cli) {
                 cli->have_server_mode = true;
                 break;
             case 'P':
-                if (strcmp(optarg, "tcp") && strcmp(optarg, "shm") && strcmp(optarg, "auto"))
+                if (strcmp(optarg, "tcp") && strcmp(optarg, "shm") && strcmp(optarg, "verbs") &&
+                    strcmp(optarg, "auto"))
                     goto bad;
                 cli->provider = optarg;
                 break;
@@ -167,7 +168,7 @@ static int parse(int argc, char *argv[], struct cli *cli) {
                 : ch == 'S' ? "seed"
                 : ch == 'w' ? "window"
                 : ch == 'M' ? "server-mode"
-                : ch == 'P' ? "provider (tcp, shm or auto)"
+                : ch == 'P' ? "provider (tcp, shm, verbs or auto)"
                             : "count",
                 optarg);
         return -1;

@@ -167,7 +167,7 @@ int QueuePair::accept(std::unique_ptr<prov::IncomingRequest>, const void *pdata,
 }
 
 int QueuePair::post(ibv_send_wr &wr, const char *what) {
-    if (::getpid() != pid_) {
+    if (self_pid() != pid_) {
         RPMA_LOG_ERROR("the connection belongs to the parent process");
         return RPMA_E_PROVIDER;
     }
@@ -235,7 +235,7 @@ int QueuePair::post_send(prov::SendWr wr) {
 }
 
 int QueuePair::post_recv(prov::RecvWr r) {
-    if (::getpid() != pid_) {
+    if (self_pid() != pid_) {
         RPMA_LOG_ERROR("the connection belongs to the parent process");
         return RPMA_E_PROVIDER;
     }

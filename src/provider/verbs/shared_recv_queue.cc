@@ -1,7 +1,9 @@
 #include "provider/verbs/shared_recv_queue.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -9,6 +11,16 @@
 #include "provider/verbs/region.h"
 
 namespace rpma::verbs {
+
+namespace {
+std::atomic<pid_t> g_pid{::getpid()};
+[[maybe_unused]] const int g_atfork =
+    ::pthread_atfork(nullptr, nullptr, [] { g_pid.store(::getpid(), std::memory_order_relaxed); });
+}  // namespace
+
+pid_t self_pid() noexcept {
+    return g_pid.load(std::memory_order_relaxed);
+}
 
 void fill_recv(const prov::RecvWr &r, ibv_sge *sge, ibv_recv_wr *wr) noexcept {
     *wr = ibv_recv_wr{};
@@ -41,7 +53,7 @@ SharedRecvQueue::~SharedRecvQueue() {
 }
 
 int SharedRecvQueue::post(prov::RecvWr r) {
-    if (::getpid() != pid_) {
+    if (self_pid() != pid_) {
         RPMA_LOG_ERROR("the shared receive queue belongs to the parent process");
         return RPMA_E_PROVIDER;
     }

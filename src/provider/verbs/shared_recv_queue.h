@@ -25,4 +25,9 @@ class SharedRecvQueue final : public prov::SharedRecvQueue {
 // The scatter entry of a receive, and the work request naming it (num_sge 0 without a buffer).
 void fill_recv(const prov::RecvWr &r, ibv_sge *sge, ibv_recv_wr *wr) noexcept;
 
+// This process's id, as getpid() says, without its system call: every post asks (a forked child
+// must not post on the parent's queues), so it is cached and refreshed in a child by a fork
+// handler, as the soft engine does (src/provider/soft/engine.cc).
+pid_t self_pid() noexcept;
+
 }  // namespace rpma::verbs
