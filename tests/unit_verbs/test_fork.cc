@@ -21,27 +21,28 @@
 namespace rpma::test {
 namespace {
 
-// True when thread tid sleeps in poll(2) (what /proc says it is calling).
-bool in_poll(const std::string &tid) {
+// True when thread tid sleeps in poll(2) (the CM event pump's) or in a plain sleep (a sanitizer's
+// background thread), as /proc says; false while it runs or makes another call.
+bool asleep(const std::string &tid) {
     std::ifstream f("/proc/self/task/" + tid + "/syscall");
     long nr = -1;
     if (!(f >> nr)) return false;  // "running"
 #ifdef SYS_poll
     if (nr == SYS_poll) return true;
 #endif
-    return nr == SYS_ppoll;
+    return nr == SYS_ppoll || nr == SYS_nanosleep || nr == SYS_clock_nanosleep;
 }
 
-// Returns once every other thread (the CM event pump's) sleeps in poll(2), so that the child
-// finds no lock held by a thread it does not have: one just started may hold the sanitizer
-// runtime's, one acknowledging an event the allocator's or the fakes'.
-void wait_others_in_poll() {
+// Returns once every other thread sleeps so, and the child finds no lock held by a thread it
+// does not have: one just started may hold the sanitizer runtime's, one acknowledging an event
+// the allocator's or the fakes'.
+void wait_others_asleep() {
     const std::string self = std::to_string(::gettid());
     for (;;) {
         bool all = true;
         for (const auto &e : std::filesystem::directory_iterator("/proc/self/task")) {
             std::string tid = e.path().filename();
-            if (tid != self && !in_poll(tid)) all = false;
+            if (tid != self && !asleep(tid)) all = false;
         }
         if (all) return;
         ::sched_yield();
@@ -50,7 +51,7 @@ void wait_others_in_poll() {
 
 // Runs body in a child process; the child's exit status is 0 when body returned true.
 int in_child(const std::function<bool()> &body) {
-    wait_others_in_poll();
+    wait_others_asleep();
     pid_t pid = ::fork();
     if (pid == 0) {
         ::alarm(20);
