@@ -127,7 +127,7 @@ int QueuePair::setup(const prov::QpAttr &attr) {
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return RPMA_E_NOMEM;
     flush_page_ = p;
-    ibv_mr *mr = ibv_reg_mr(dom_.pd(), p, kFlushReadLen, IBV_ACCESS_LOCAL_WRITE);
+    ibv_mr *mr = ibv_reg_mr(dom_.pd(), p, kFlushReadLen, static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
     if (!mr) {
         RPMA_LOG_ERROR("ibv_reg_mr(the flush's read target): %s", std::strerror(errno));
         return RPMA_E_PROVIDER;
