@@ -37,16 +37,20 @@ class MemoryRegion {
     size_t size() const noexcept { return size_; }
     int usage() const noexcept { return usage_; }
     uint32_t rkey() const noexcept { return rkey_; }
+    // The device's local key (verbs); 0, a key a device refuses, for the software providers.
+    // A plain field: the post path reads it per request.
+    uint32_t lkey() const noexcept { return lkey_; }
 
   protected:
-    MemoryRegion(char *addr, size_t size, int usage, uint32_t rkey) noexcept
-        : addr_(addr), size_(size), usage_(usage), rkey_(rkey) {}
+    MemoryRegion(char *addr, size_t size, int usage, uint32_t rkey, uint32_t lkey = 0) noexcept
+        : addr_(addr), size_(size), usage_(usage), rkey_(rkey), lkey_(lkey) {}
 
   private:
     char *addr_;
     size_t size_;
     int usage_;
     uint32_t rkey_;
+    uint32_t lkey_;
 };
 
 enum class WrOp { kWrite, kWriteImm, kRead, kAtomicWrite, kFlush, kSend, kSendImm };

@@ -52,7 +52,7 @@ int Device::lookup(const char *addr, rpma_util_ibv_context_type type, bool quiet
     // One plain line: what is missing, then the call that said so. Forced verbs fails with it;
     // auto falls back to tcp and keeps it at INFO.
     const char *none = type == RPMA_UTIL_IBV_CONTEXT_LOCAL ? "no local RDMA device for"
-                                                          : "no route to an RDMA device for";
+                                                           : "no route to an RDMA device for";
     auto miss = [&](const char *what, const char *why, int err) {
         if (quiet)
             RPMA_LOG_INFO("verbs: %s '%s' (%s%s%s)", what, addr, why, err ? ": " : "",

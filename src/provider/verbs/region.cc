@@ -9,9 +9,8 @@
 namespace rpma::verbs {
 
 Region::Region(ibv_mr *mr, int usage) noexcept
-    : prov::MemoryRegion(static_cast<char *>(mr->addr), mr->length, usage, mr->rkey),
+    : prov::MemoryRegion(static_cast<char *>(mr->addr), mr->length, usage, mr->rkey, mr->lkey),
       mr_(mr),
-      lkey_(mr->lkey),
       pid_(::getpid()) {}
 
 Region::~Region() {
@@ -23,11 +22,6 @@ void Region::release(bool same_process) noexcept {
     if (same_process)
         if (int err = ibv_dereg_mr(mr_)) RPMA_LOG_ERROR("ibv_dereg_mr: %s", std::strerror(err));
     mr_ = nullptr;
-}
-
-uint32_t lkey_of(const prov::MemoryRegion *r) noexcept {
-    auto *v = dynamic_cast<const Region *>(r);
-    return v ? v->lkey() : 0;
 }
 
 }  // namespace rpma::verbs

@@ -13,18 +13,19 @@ class Region final : public prov::MemoryRegion {
   public:
     Region(ibv_mr *mr, int usage) noexcept;
     ~Region() override;
-    uint32_t lkey() const noexcept { return lkey_; }
     // Deregisters; `same_process` false (a forked child) only forgets the parent's registration.
     void release(bool same_process) noexcept;
 
   private:
     ibv_mr *mr_;
-    uint32_t lkey_;
     pid_t pid_;  // a forked child never deregisters the parent's memory
 };
 
-// The lkey to post for a region of any provider: a region that is not a verbs one gets a key
-// the device refuses, so the request completes with a local protection error, as a NIC's would.
-uint32_t lkey_of(const prov::MemoryRegion *r) noexcept;
+// The lkey to post for a region of any provider: a region that is not a verbs one has key 0,
+// which the device refuses, so the request completes with a local protection error, as a NIC's
+// would.
+inline uint32_t lkey_of(const prov::MemoryRegion *r) noexcept {
+    return r->lkey();
+}
 
 }  // namespace rpma::verbs

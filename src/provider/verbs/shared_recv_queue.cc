@@ -12,15 +12,11 @@
 
 namespace rpma::verbs {
 
+std::atomic<pid_t> g_self_pid{::getpid()};
 namespace {
-std::atomic<pid_t> g_pid{::getpid()};
-[[maybe_unused]] const int g_atfork =
-    ::pthread_atfork(nullptr, nullptr, [] { g_pid.store(::getpid(), std::memory_order_relaxed); });
+[[maybe_unused]] const int g_atfork = ::pthread_atfork(
+    nullptr, nullptr, [] { g_self_pid.store(::getpid(), std::memory_order_relaxed); });
 }  // namespace
-
-pid_t self_pid() noexcept {
-    return g_pid.load(std::memory_order_relaxed);
-}
 
 void fill_recv(const prov::RecvWr &r, ibv_sge *sge, ibv_recv_wr *wr) noexcept {
     *wr = ibv_recv_wr{};

@@ -5,6 +5,8 @@
 #include <infiniband/verbs.h>
 #include <sys/types.h>
 
+#include <atomic>
+
 #include "provider/provider.h"
 
 namespace rpma::verbs {
@@ -27,7 +29,10 @@ void fill_recv(const prov::RecvWr &r, ibv_sge *sge, ibv_recv_wr *wr) noexcept;
 
 // This process's id, as getpid() says, without its system call: every post asks (a forked child
 // must not post on the parent's queues), so it is cached and refreshed in a child by a fork
-// handler, as the soft engine does (src/provider/soft/engine.cc).
-pid_t self_pid() noexcept;
+// handler, as the soft engine does (src/provider/soft/engine.cc). Inline: the post path asks.
+extern std::atomic<pid_t> g_self_pid;
+inline pid_t self_pid() noexcept {
+    return g_self_pid.load(std::memory_order_relaxed);
+}
 
 }  // namespace rpma::verbs
