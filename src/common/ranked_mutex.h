@@ -4,6 +4,7 @@
 // deadlocking one day under the right timing.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,7 +20,10 @@ class RankedMutex {
 
     void lock() {
         check();
-        mu_.lock();
+        if (!mu_.try_lock()) {
+            if (WaitHook h = wait_hook_.load(std::memory_order_acquire)) h(this);
+            mu_.lock();
+        }
         hold();
     }
     bool try_lock() {
@@ -33,7 +37,16 @@ class RankedMutex {
         mu_.unlock();
     }
 
+    // A test seam: h runs on a thread whose lock() found the mutex held, just before it waits
+    // for it, so a test can drive an interleaving by handshakes rather than sleeps (nullptr:
+    // none). Process-wide; costs an atomic load on the contended path only.
+    using WaitHook = void (*)(const RankedMutex *);
+    static void set_wait_hook(WaitHook h) noexcept {
+        wait_hook_.store(h, std::memory_order_release);
+    }
+
   private:
+    static inline std::atomic<WaitHook> wait_hook_{nullptr};
 #ifdef RPMA_CHECK_LOCK_ORDER
     static inline thread_local uint32_t held_ = 0;  // a bit per rank held
     void check() const noexcept {

@@ -2,7 +2,10 @@
 // builds that check (Debug and sanitizers), and costs nothing elsewhere.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
 #include <mutex>
+#include <thread>
 
 #include "common/ranked_mutex.h"
 
@@ -17,6 +20,25 @@ TEST(RankedMutex, InOrderAndTryLockWork) {
         EXPECT_TRUE(lc.owns_lock());
     }
     std::lock_guard lc(c);  // all released: any rank may be taken again
+}
+
+namespace {
+std::atomic<const RankedMutex *> g_waited_for{nullptr};
+}  // namespace
+
+TEST(RankedMutex, WaitHookRunsBeforeAContendedLockWaits) {
+    RankedMutex m{0};
+    RankedMutex::set_wait_hook([](const RankedMutex *w) { g_waited_for = w; });
+    {
+        std::lock_guard free(m);  // uncontended: no hook
+    }
+    EXPECT_EQ(g_waited_for.load(), nullptr);
+    std::unique_lock held(m);
+    auto other = std::async(std::launch::async, [&] { std::lock_guard lk(m); });
+    while (g_waited_for.load() != &m) std::this_thread::yield();  // the hook ran: it waits now
+    held.unlock();
+    other.get();
+    RankedMutex::set_wait_hook(nullptr);
 }
 
 #ifdef RPMA_CHECK_LOCK_ORDER
