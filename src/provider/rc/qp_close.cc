@@ -174,8 +174,15 @@ void QueuePair::lost(const char *why, bool peer_end) {
         }
         flush_all_locked();
     }
-    remove_stream(main_);
-    remove_stream(join_);
+    if (!engine_->in_loop()) {
+        // Readers stop at once; the engine removes the streams next (remove_streams).
+        for (Stream *s : {&main_, &join_}) {
+            std::lock_guard lk(s->mu);
+            s->rx_on = false;
+            update_mask(*s);
+        }
+    }
+    remove_streams(false);
     // The peer learns at once (end of stream) instead of at its dead-peer timeout.
     for (Stream *s : {&main_, &join_}) s->io->shutdown(SHUT_RDWR);
     // The peer's process is gone (its kernel ended the streams): a disconnect, as RDMA CM
@@ -233,14 +240,7 @@ void QueuePair::maybe_closed() {
         std::lock_guard lk(sq_mu_);
         flush_all_locked();
     }
-    for (Stream *s : {&main_, &join_}) {
-        bool idle;
-        {
-            std::lock_guard lk(s->mu);
-            idle = s->txq.empty();
-        }
-        if (idle) remove_stream(*s);  // else the engine removes it once the queue drains
-    }
+    remove_streams(true);  // a stream with frames left: the engine removes it once they are out
     post_event(RPMA_CONN_CLOSED);
 }
 
@@ -263,6 +263,29 @@ void QueuePair::on_timer() {
     if ((cm == Cm::kConnecting || cm == Cm::kAwaitReply) && Clock::now() >= dl) {
         RPMA_LOG_NOTICE("connection set-up timed out");
         fail_connect(RPMA_CONN_UNREACHABLE);
+    }
+}
+
+// lost() and maybe_closed() run on any thread that reads a stream, with its rx_mu held (a
+// fatal read in serve_requests, drive or poll_once), and the engine thread may be waiting for
+// that rx_mu (resume_now). Engine::remove waits for the engine thread: there it would wait
+// forever. So off the engine thread the streams leave the engine on its next turn. close()
+// waits for that turn (run_sync runs commands in order), and events meanwhile find the
+// connection done (stream_events), as after a removal.
+void QueuePair::remove_streams(bool idle_only) {
+    if (!engine_->in_loop()) {
+        engine_->post([w = weak_from_this(), idle_only] {
+            if (auto self = w.lock()) self->remove_streams(idle_only);
+        });
+        return;
+    }
+    for (Stream *s : {&main_, &join_}) {
+        bool idle = true;
+        if (idle_only) {
+            std::lock_guard lk(s->mu);
+            idle = s->txq.empty();
+        }
+        if (idle) remove_stream(*s);
     }
 }
 

@@ -333,6 +333,9 @@ class QueuePair : public prov::QueuePair,
     bool absorb_queued_nak();                      // engine thread; true if one was queued
     void wake_ack_waiter_locked();                 // sq_mu_ held, after completions
     void remove_stream(Stream &s);
+    // Both streams leave the engine (only those with nothing queued to send if idle_only): now
+    // on the engine thread, on its next turn from any other (the caller may hold an rx_mu).
+    void remove_streams(bool idle_only);
     void post_event(rpma_conn_event ev) { events_->push(ev); }
 
     Engine *engine_;
