@@ -270,8 +270,8 @@ void QueuePair::on_timer() {
 // fatal read in serve_requests, drive or poll_once), and the engine thread may be waiting for
 // that rx_mu (resume_now). Engine::remove waits for the engine thread: there it would wait
 // forever. So off the engine thread the streams leave the engine on its next turn. close()
-// waits for that turn (run_sync runs commands in order), and events meanwhile find the
-// connection done (stream_events), as after a removal.
+// waits for that turn (run_sync runs commands in order; a close that comes first removes them
+// itself), and events meanwhile find the connection done (stream_events), as after a removal.
 void QueuePair::remove_streams(bool idle_only) {
     if (!engine_->in_loop()) {
         engine_->post([w = weak_from_this(), idle_only] {

@@ -16,6 +16,9 @@
 // Lock order (RankedMutex checks it in Debug and sanitizer builds):
 //   Stream::rx_mu (0) -> sq_mu_ (1) -> cm_mu_ (2) -> Stream::mu (3)
 // The CQ's, the receive queue's and the engine's own mutexes are taken last and hold nothing.
+// Waiting for the engine thread (run_sync, Engine::add/remove) counts as taking a lock ranked
+// below all of these, which the checker cannot see: the engine takes rx_mu (resume_now), so a
+// thread holding one never waits for it (remove_streams).
 #pragma once
 
 #include <librpma.h>
