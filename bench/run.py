@@ -136,13 +136,14 @@ class Runner:
         self.a = args
         self.port = 51000
         self.ucx_port = 52000
-        self.perf_has_provider = self.perf_has_provider_verbs = False
+        self.perf_has_provider = self.perf_has_provider_verbs = self.perf_has_clock = False
         self.verbs_why = None  # None: not asked yet; "": the verbs peers can run
         self.verbs_rate = {}
         if args.perf:
             h = subprocess.run([args.perf, "--help"], capture_output=True, text=True)
             self.perf_has_provider = "--provider" in h.stdout
             self.perf_has_provider_verbs = "verbs" in h.stdout.split("--provider", 1)[-1][:40]
+            self.perf_has_clock = "--clock" in h.stdout
 
     def next_port(self):
         self.port = 51000 + (self.port - 51000 + 1) % 900
@@ -208,7 +209,9 @@ class Runner:
         return self.a.verbs_addr
 
     # rpma-perf server and client over RPMA_PROVIDER=verbs on that address; every case spins
-    # (--busy-poll) but sendrecv_blocking, as perftest polls unless -e
+    # (--busy-poll) but sendrecv_blocking, as perftest polls unless -e; timed by the TSC
+    # (--clock tsc), as perftest times: a guest's CLOCK_MONOTONIC is an emulated HPET read,
+    # several microseconds per operation
     def rpma_verbs(self, kind, size, spin):
         if kind in ("idle", "gpspm", "lat"):
             return None  # no perftest counterpart (lat: write+flush, see docs/performance.md)
@@ -231,6 +234,8 @@ class Runner:
                 raise RuntimeError(f"rpma-perf server did not start (exit {srv.returncode})")
             cmd = [self.a.perf, "client", "--addr", addr, "--port", port, "--json", "--time",
                    str(self.a.time)] + prov
+            if self.perf_has_clock:
+                cmd += ["--clock", "tsc"]
             if kind in LAT_KINDS:
                 op = {"sendrecv": "send-recv", "readlat": "read", "writelat": "write"}[kind]
                 cmd += ["--op", op, "--size", str(size), "--iodepth", "1"]

@@ -83,6 +83,11 @@ static const char perf_cli_usage[] =
     "                          Set RPMA_PROVIDER for this process and the server it\n"
     "                          forks, before the first librpma call; auto unsets it,\n"
     "                          so librpma chooses. Default: the environment as it is.\n"
+    "  -C, --clock auto|tsc|monotonic\n"
+    "                          The clock that times each operation: tsc, the CPU's\n"
+    "                          time stamp counter (x86), or monotonic,\n"
+    "                          CLOCK_MONOTONIC; auto (the default) takes the counter\n"
+    "                          where the kernel reports it invariant.\n"
     "  -j, --json              Print one JSON object (tour: an array of them) instead\n"
     "                          of the report.\n"
     "  -f, --pmem FILE         Server, loopback, soak: map FILE (created if needed)\n"
@@ -113,6 +118,7 @@ static const struct option perf_cli_options[] = {
     {"busy-poll", no_argument, NULL, 'b'},
     {"server-mode", required_argument, NULL, 'M'},
     {"provider", required_argument, NULL, 'P'},
+    {"clock", required_argument, NULL, 'C'},
     {"json", no_argument, NULL, 'j'},
     {"pmem", required_argument, NULL, 'f'},
     {"interval", required_argument, NULL, 'i'},
@@ -124,7 +130,7 @@ static const struct option perf_cli_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-#define PERF_CLI_SHORT "a:p:o:s:d:c:t:n:bM:P:jf:i:S:w:vVh"
+#define PERF_CLI_SHORT "a:p:o:s:d:c:t:n:bM:P:C:jf:i:S:w:vVh"
 /* clang-format on */
 
 #endif /* RPMA_PERF_CLI_H */

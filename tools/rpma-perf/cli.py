@@ -88,6 +88,14 @@ OPTIONS = [
      "call; **auto** unsets it, so librpma chooses. Default: the environment as it is.",
      "When librpma lacks the provider that **RPMA_PROVIDER** names, rpma-perf says so and exits "
      "with 1. The JSON output names the provider in effect (**auto** when none is forced)."),
+    ("C", "clock", "auto|tsc|monotonic",
+     "The clock that times each operation: **tsc**, the CPU's time stamp counter (x86), or "
+     "**monotonic**, **CLOCK_MONOTONIC**; **auto** (the default) takes the counter where the "
+     "kernel reports it invariant.",
+     "The counter is read on **CLOCK_MONOTONIC**'s time line at a rate measured against it for "
+     "50 ms at start. Where the kernel's clock source is slow to read (an emulated HPET in a "
+     "virtual machine, several microseconds), one read per operation is part of every figure; "
+     "perftest times with the counter. The JSON output names the clock in **clock**."),
     ("j", "json", None, "Print one JSON object (tour: an array of them) instead of the report.",
      ""),
     ("f", "pmem", "FILE", "Server, loopback, soak: map {FILE} (created if needed) instead of "

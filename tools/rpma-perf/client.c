@@ -58,8 +58,8 @@ struct worker {
     int *free_slots;
     int nfree;
     struct hist lat;
-    uint64_t warm_ops; /* completed outside the measurement */
-    uint64_t ops, bytes, t_end;
+    uint64_t warm_ops;                 /* completed outside the measurement */
+    uint64_t ops, bytes, t_end, m_end; /* m_end: t_end by CLOCK_MONOTONIC */
     atomic_uint_fast64_t done;
     int err;
     bool stats_ok;
@@ -70,7 +70,7 @@ struct worker {
 };
 
 static pthread_barrier_t g_ready, g_go;
-static uint64_t g_t0;
+static uint64_t g_t0, g_m0; /* the start by perf_now_ns and by CLOCK_MONOTONIC */
 static atomic_int g_finished;
 static atomic_bool g_abort;
 static atomic_uint_fast64_t g_heartbeat;
@@ -389,6 +389,7 @@ static void *worker_main(void *arg) {
         if (w->err) atomic_store(&g_abort, true);
     }
     w->t_end = perf_now_ns();
+    w->m_end = perf_monotonic_ns();
     if (atomic_fetch_add(&g_finished, 1) == o->conns - 1) perf_cpu_ns(&g_cpu_u1, &g_cpu_s1);
     if (w->err) return NULL;
 
@@ -601,6 +602,7 @@ int perf_client(const struct client_opts *o, struct client_result *r) {
     uint64_t u0, s0;
     perf_cpu_ns(&u0, &s0);
     g_t0 = perf_now_ns();
+    g_m0 = perf_monotonic_ns();
     pthread_barrier_wait(&g_go);
 
     uint64_t last_print = 0;
@@ -617,13 +619,14 @@ int perf_client(const struct client_opts *o, struct client_result *r) {
     pthread_barrier_destroy(&g_ready);
     pthread_barrier_destroy(&g_go);
 
-    uint64_t t_end = 0;
+    uint64_t t_end = 0, m_end = 0;
     bool ok = true;
     r->verified = true;
     for (int i = 0; i < o->conns; i++) {
         struct worker *w = &ws[i];
         if (w->err) ok = false;
         if (w->t_end > t_end) t_end = w->t_end;
+        if (w->m_end > m_end) m_end = w->m_end;
         r->ops += w->ops;
         r->bytes += w->bytes;
         hist_merge(&r->lat, &w->lat);
@@ -640,6 +643,7 @@ int perf_client(const struct client_opts *o, struct client_result *r) {
         r->verified_bytes += w->verified_bytes;
     }
     r->seconds = (double)(t_end - g_t0) / 1e9;
+    r->seconds_monotonic = (double)(m_end - g_m0) / 1e9;
     r->client_cpu_s = (double)(g_cpu_u1 - u0 + g_cpu_s1 - s0) / 1e9;
     if (!ok) goto out;
     if (!r->verified) {

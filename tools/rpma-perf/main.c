@@ -62,6 +62,7 @@ struct cli {
     uint64_t seed;
     uint64_t window;
     const char *provider; /* --provider, validated; NULL: leave RPMA_PROVIDER alone */
+    const char *clock;    /* --clock */
 };
 
 static int parse(int argc, char *argv[], struct cli *cli) {
@@ -144,6 +145,11 @@ static int parse(int argc, char *argv[], struct cli *cli) {
                     goto bad;
                 cli->provider = optarg;
                 break;
+            case 'C':
+                if (strcmp(optarg, "auto") && strcmp(optarg, "tsc") && strcmp(optarg, "monotonic"))
+                    goto bad;
+                cli->clock = optarg;
+                break;
             case 'h':
                 usage(stdout);
                 exit(0);
@@ -169,6 +175,7 @@ static int parse(int argc, char *argv[], struct cli *cli) {
                 : ch == 'w' ? "window"
                 : ch == 'M' ? "server-mode"
                 : ch == 'P' ? "provider (tcp, shm, verbs or auto)"
+                : ch == 'C' ? "clock (auto, tsc or monotonic)"
                             : "count",
                 optarg);
         return -1;
@@ -309,19 +316,21 @@ static void print_json_obj(FILE *f, const struct client_opts *o, const struct cl
                            const char *mode) {
     double secs = r->seconds > 0 ? r->seconds : 1e-9;
     fprintf(f,
-            "{\"mode\":\"%s\",\"provider\":\"%s\",\"op\":\"%s\",\"addr\":\"%s\",\"port\":\"%s\","
+            "{\"mode\":\"%s\",\"provider\":\"%s\",\"clock\":\"%s\",\"op\":\"%s\",\"addr\":\"%s\","
+            "\"port\":\"%s\","
             "\"size\":%zu,"
             "\"iodepth\":%d,\"connections\":%d,\"busy_poll\":%s,\"server_busy_poll\":%s,"
             "\"ops\":%llu,\"bytes\":%llu,"
-            "\"seconds\":%.6f,\"bw_bytes_per_s\":%.1f,\"bw_MiB_per_s\":%.3f,\"iops\":%.1f,"
+            "\"seconds\":%.6f,\"seconds_monotonic\":%.6f,"
+            "\"bw_bytes_per_s\":%.1f,\"bw_MiB_per_s\":%.3f,\"iops\":%.1f,"
             "\"lat_us\":{\"min\":%.3f,\"mean\":%.3f,\"p50\":%.3f,\"p99\":%.3f,\"p999\":%.3f,"
             "\"max\":%.3f},\"client_cpu_s\":%.4f,",
-            mode, provider_name(), perf_op_name(o->op), o->addr, o->port, o->size, o->iodepth,
-            o->conns, o->busy_poll ? "true" : "false",
+            mode, provider_name(), perf_clock_name(), perf_op_name(o->op), o->addr, o->port,
+            o->size, o->iodepth, o->conns, o->busy_poll ? "true" : "false",
             perf_op_answered(o->op) ? (o->server_poll ? "true" : "false") : "null",
             (unsigned long long)r->ops, (unsigned long long)r->bytes, r->seconds,
-            (double)r->bytes / secs, (double)r->bytes / secs / (1 << 20), (double)r->ops / secs,
-            r->lat.count ? (double)r->lat.min_ns / 1e3 : 0.0,
+            r->seconds_monotonic, (double)r->bytes / secs, (double)r->bytes / secs / (1 << 20),
+            (double)r->ops / secs, r->lat.count ? (double)r->lat.min_ns / 1e3 : 0.0,
             r->lat.count ? (double)r->lat.sum_ns / (double)r->lat.count / 1e3 : 0.0,
             (double)hist_pct(&r->lat, 50) / 1e3, (double)hist_pct(&r->lat, 99) / 1e3,
             (double)hist_pct(&r->lat, 99.9) / 1e3, (double)r->lat.max_ns / 1e3, r->client_cpu_s);
@@ -567,9 +576,11 @@ int main(int argc, char *argv[]) {
                             .port = PERF_CLI_DEFAULT_PORT,
                             .size = PERF_DEFAULT_REGION,
                             .ready_fd = -1,
-                            .verbose = true}};
+                            .verbose = true},
+                      .clock = "auto"};
     const char *mode = argv[1];
     if (parse(argc, argv, &cli)) return 2;
+    if (perf_clock_init(cli.clock)) return 1;
     /* what librpma logs about a failure goes into our error lines (why.h) */
     why_init("rpma-perf");
     cli.c.progress = !cli.json && isatty(STDERR_FILENO);

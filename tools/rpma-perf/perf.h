@@ -146,6 +146,7 @@ struct client_result {
     uint64_t ops;
     uint64_t bytes;
     double seconds;
+    double seconds_monotonic; /* the same span by CLOCK_MONOTONIC, whatever --clock says */
     struct hist lat;
     double client_cpu_s;
     double server_cpu_s;
@@ -196,7 +197,13 @@ int perf_err(const char *who, int idx, const char *what, int ret);
 struct rpma_peer *perf_peer_new(const char *who, const char *addr, bool server);
 
 /* monotonic nanoseconds */
+/* CLOCK_MONOTONIC, or the time stamp counter on its time line (perf_clock_init) */
 uint64_t perf_now_ns(void);
+/* which: "auto" (the TSC where the kernel calls it invariant), "tsc" or "monotonic"; before any
+ * thread starts. -1 (and a line on stderr where it is not a bad name) if it cannot be had. */
+int perf_clock_init(const char *which);
+uint64_t perf_monotonic_ns(void);  /* CLOCK_MONOTONIC, whatever --clock says */
+const char *perf_clock_name(void); /* "tsc" or "monotonic" */
 /* process CPU (user, sys) in ns */
 void perf_cpu_ns(uint64_t *user, uint64_t *sys);
 

@@ -120,10 +120,88 @@ uint64_t hist_pct(const struct hist *h, double p) {
     return h->max_ns;
 }
 
-uint64_t perf_now_ns(void) {
+uint64_t perf_monotonic_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* --clock tsc: CLOCK_MONOTONIC's time line, advanced by the time stamp counter at the rate
+ * measured against it at start (set before any thread starts, read only after) */
+static bool g_tsc;
+static uint64_t g_tsc0, g_mono0;
+static double g_ns_per_tick;
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static uint64_t ticks(void) {
+    return __rdtsc();
+}
+
+/* the kernel's word that the counter ticks at one rate in every power state */
+static bool tsc_invariant(void) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return false;
+    char line[4096];
+    bool constant = false, nonstop = false;
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "flags", 5) != 0) continue;
+        constant = strstr(line, " constant_tsc") != NULL;
+        nonstop = strstr(line, " nonstop_tsc") != NULL;
+        break;
+    }
+    fclose(f);
+    return constant && nonstop;
+}
+#else
+static uint64_t ticks(void) {
+    return 0;
+}
+static bool tsc_invariant(void) {
+    return false;
+}
+#endif
+
+int perf_clock_init(const char *which) {
+    bool tsc = strcmp(which, "tsc") == 0;
+    if (strcmp(which, "auto") == 0)
+        tsc = tsc_invariant();
+    else if (!tsc && strcmp(which, "monotonic") != 0)
+        return -1;
+#if !(defined(__x86_64__) || defined(__i386__))
+    if (tsc) {
+        fprintf(stderr, "rpma-perf: --clock tsc needs an x86 CPU\n");
+        return -1;
+    }
+#endif
+    g_tsc = false;
+    if (!tsc) return 0;
+    /* the rate over 50 ms: the error is the cost of one clock read in 50 ms */
+    uint64_t m0 = perf_monotonic_ns(), t0 = ticks(), m1, t1;
+    do {
+        m1 = perf_monotonic_ns();
+        t1 = ticks();
+    } while (m1 - m0 < 50000000ULL);
+    if (t1 <= t0) {
+        fprintf(stderr,
+                "rpma-perf: the time stamp counter does not advance; use --clock "
+                "monotonic\n");
+        return -1;
+    }
+    g_ns_per_tick = (double)(m1 - m0) / (double)(t1 - t0);
+    g_tsc0 = t1;
+    g_mono0 = m1;
+    g_tsc = true;
+    return 0;
+}
+
+const char *perf_clock_name(void) {
+    return g_tsc ? "tsc" : "monotonic";
+}
+
+uint64_t perf_now_ns(void) {
+    if (g_tsc) return g_mono0 + (uint64_t)((double)(ticks() - g_tsc0) * g_ns_per_tick);
+    return perf_monotonic_ns();
 }
 
 void perf_cpu_ns(uint64_t *user, uint64_t *sys) {
