@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""verbs_probe.py -- the library's own latency on an RDMA device, without rpma-perf: bench/lat_probe
+(the smallest librpma loop) on rpma and on upstream librpma (Debian's librpma0, swapped in by
+LD_LIBRARY_PATH: the same binary), beside perftest's ib_read_lat and ib_send_lat (-R), rounds
+alternating. Prints the p50 of each round and the ratios of the medians.
+
+    python3 bench/verbs_probe.py --probe build/bench/lat_probe --addr ADDR [--rounds 3]
+        [--iters 30000] [--json OUT|-]
+
+In the soft-RoCE guest (docs/performance.md gives the command):
+    bash tests/guest/guest.sh run --timeout 500 -- \\
+        "python3 bench/verbs_probe.py --probe build/bench/lat_probe --addr \\$RPMA_GUEST_ADDR"
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+PERFTEST = {"read": ("ib_read_lat", 1), "send-recv": ("ib_send_lat", 2)}  # (tool, x round trip)
+
+
+def reference_dir():
+    """the directory of Debian's librpma.so.0 (upstream), or None"""
+    for d in ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"):
+        p = os.path.join(d, "librpma.so.0")
+        if os.path.exists(p):
+            return d
+    return None
+
+
+def run_probe(a, op, port, libdir):
+    env = dict(os.environ, RPMA_PROVIDER="verbs")
+    if libdir:
+        env["LD_LIBRARY_PATH"] = libdir
+    srv = subprocess.Popen([a.probe, "server", a.addr, str(port)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        if srv.stdout.readline().strip() != "listening":
+            srv.wait(timeout=30)
+            raise RuntimeError(f"lat_probe server: {srv.stderr.read().strip()}")
+        cl = subprocess.run([a.probe, "client", a.addr, str(port), op, str(a.iters)],
+                            capture_output=True, text=True, env=env, timeout=600)
+        srv.wait(timeout=60)
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+    if cl.returncode != 0:
+        raise RuntimeError(f"lat_probe client: {cl.stderr.strip()}")
+    return float(cl.stdout.split("p50 ")[1].split()[0])
+
+
+def run_perftest(a, op, port):
+    tool, k = PERFTEST[op]
+    args = ["-R", "-F", "-s", "8", "-n", str(a.iters), "-p", str(port)]
+    srv = subprocess.Popen([tool] + args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(60):  # it listens once its port is bound; the client retries until then
+            time.sleep(0.5)
+            p = subprocess.run([tool] + args + [a.addr], capture_output=True, text=True,
+                               timeout=600)
+            if p.returncode == 0:
+                break
+        srv.wait(timeout=60)
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+    if p.returncode != 0:
+        raise RuntimeError(f"{tool}: {(p.stderr or p.stdout).strip()[-300:]}")
+    lines = p.stdout.splitlines()
+    i = next(i for i, l in enumerate(lines) if l.strip().startswith("#bytes"))
+    return k * float(lines[i + 1].split()[4])  # t_typical; ib_send_lat prints half a round trip
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--probe", required=True)
+    ap.add_argument("--addr", required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=30000)
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    ref = reference_dir()
+    peers = ["rpma", "upstream", "perftest"]
+    res = {op: {p: [] for p in peers} for op in PERFTEST}
+    port = 18500
+    for r in range(1, a.rounds + 1):
+        for op in PERFTEST:
+            for peer in peers:
+                port += 1
+                if peer == "upstream" and not ref:
+                    continue
+                v = (run_perftest(a, op, port) if peer == "perftest" else
+                     run_probe(a, op, port, ref if peer == "upstream" else None))
+                res[op][peer].append(v)
+                print(f"  round {r} {op:9} {peer:8} p50 {v:7.2f} us", flush=True)
+    print(f"\nlat_probe (one 8-byte round trip at a time, busy-polling) on {a.addr}: p50 in us, "
+          f"medians of {a.rounds} rounds of {a.iters}; upstream = Debian's librpma "
+          f"({ref or 'not installed'})")
+    print("| op        |   rpma | upstream | perftest | rpma/upstream | rpma/perftest |")
+    print("|-----------|--------|----------|----------|---------------|---------------|")
+    out = {"addr": a.addr, "rounds": a.rounds, "iters": a.iters, "reference": ref, "cases": {}}
+    for op in PERFTEST:
+        med = {p: statistics.median(v) if v else None for p, v in res[op].items()}
+        ru = med["rpma"] / med["upstream"] if med["upstream"] else None
+        rp = med["rpma"] / med["perftest"]
+        print(f"| {op:9} | {med['rpma']:6.2f} | {med['upstream'] or 0:8.2f} | "
+              f"{med['perftest']:8.2f} | {ru or 0:13.3f} | {rp:13.3f} |")
+        out["cases"][op] = {"p50_us": res[op], "median": med, "rpma_to_upstream": ru,
+                            "rpma_to_perftest": rp}
+    if a.json == "-":  # the guest's files vanish with it: print it
+        print(json.dumps(out, indent=1))
+    elif a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
