@@ -15,6 +15,7 @@
  * The server says "listening" once a client may connect, serves one client, then exits.
  */
 #include <librpma.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,8 +56,9 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* spins until a receive completes; send completions pass by */
-static void next_recv(struct rpma_cq *cq) {
+/* spins until a receive completes (recv) or the request with context ctx does; other
+ * completions pass by, but none may fail */
+static void wait_for(struct rpma_cq *cq, bool recv, uint64_t ctx) {
     for (;;) {
         struct ibv_wc wc;
         int got = 0, ret;
@@ -67,23 +69,7 @@ static void next_recv(struct rpma_cq *cq) {
             fprintf(stderr, "lat_probe: completion status %d\n", (int)wc.status);
             exit(1);
         }
-        if (wc.opcode == IBV_WC_RECV) return;
-    }
-}
-
-/* spins until the completion of the request with this context; others pass by */
-static void wait_ctx(struct rpma_cq *cq, uint64_t ctx) {
-    for (;;) {
-        struct ibv_wc wc;
-        int got = 0, ret;
-        while ((ret = rpma_cq_get_wc(cq, 1, &wc, &got)) == RPMA_E_NO_COMPLETION)
-            ;
-        check(ret, "rpma_cq_get_wc");
-        if (wc.status != IBV_WC_SUCCESS) {
-            fprintf(stderr, "lat_probe: completion status %d\n", (int)wc.status);
-            exit(1);
-        }
-        if (wc.wr_id == ctx) return;
+        if (recv ? wc.opcode == IBV_WC_RECV : wc.wr_id == ctx) return;
     }
 }
 
@@ -150,7 +136,7 @@ int main(int argc, char *argv[]) {
     if (server) {
         /* echo until the client's last message; the read case sends only that one */
         for (long i = 0;; i++) {
-            next_recv(cq);
+            wait_for(cq, true, 0);
             if (buf[0] == QUIT) break;
             check(rpma_recv(conn, mr, 0, MSG, NULL), "rpma_recv");
             check(rpma_send(conn, mr, 8, MSG,
@@ -178,12 +164,12 @@ int main(int argc, char *argv[]) {
                                 i % 16 == 0 ? RPMA_F_COMPLETION_ALWAYS : RPMA_F_COMPLETION_ON_ERROR,
                                 NULL),
                       "rpma_send");
-                next_recv(cq);
+                wait_for(cq, true, 0);
                 check(rpma_recv(conn, mr, 0, MSG, NULL), "rpma_recv");
             } else {
                 check(rpma_read(conn, mr, 16, rmr, 16, MSG, RPMA_F_COMPLETION_ALWAYS, NULL),
                       "rpma_read");
-                wait_ctx(cq, 0);
+                wait_for(cq, false, 0);
             }
         }
         ts[n] = stamp();
@@ -197,7 +183,7 @@ int main(int argc, char *argv[]) {
         free(ts);
         buf[8] = QUIT;
         check(rpma_send(conn, mr, 8, MSG, RPMA_F_COMPLETION_ALWAYS, (void *)1), "rpma_send");
-        wait_ctx(cq, 1); /* the server has it: RC acknowledged it */
+        wait_for(cq, false, 1); /* the server has it: RC acknowledged it */
         check(rpma_conn_disconnect(conn), "rpma_conn_disconnect");
         check(rpma_conn_next_event(conn, &ev), "rpma_conn_next_event");
         check(rpma_conn_delete(&conn), "rpma_conn_delete");
