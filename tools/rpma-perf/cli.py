@@ -95,7 +95,8 @@ OPTIONS = [
      "The counter is read on **CLOCK_MONOTONIC**'s time line at a rate measured against it for "
      "50 ms at start. Where the kernel's clock source is slow to read (an emulated HPET in a "
      "virtual machine, several microseconds), one read per operation is part of every figure; "
-     "perftest times with the counter. The JSON output names the clock in **clock**."),
+     "perftest times with the counter. The JSON output names the clock in **clock** and gives "
+     "the run's span by **CLOCK_MONOTONIC** as **seconds_monotonic**, beside **seconds**."),
     ("j", "json", None, "Print one JSON object (tour: an array of them) instead of the report.",
      ""),
     ("f", "pmem", "FILE", "Server, loopback, soak: map {FILE} (created if needed) instead of "
