@@ -118,6 +118,38 @@ TEST_F(CmEventTest, PumpRoutesByIdAndAcknowledgesEverything) {
     rdma_destroy_id(stranger);
 }
 
+// Reads that fail leave the channel readable: the pump waits before each new try instead of
+// spinning, says so once for the run of failures, and the event arrives once a read works. Five
+// reads in all: three failures, the event, the empty channel.
+TEST_F(CmEventTest, PumpWaitsOutFailedReadsAndGoesOn) {
+    ASSERT_EQ(create_active(), 0);
+    rdma_cm_id *id = fake::last_cm_id();
+    rdma_event_channel *ch = dom_->pump()->channel();
+    for (int nth = 1; nth <= 3; nth++) fake::fail("rdma_get_cm_event", EIO, nth);
+    fake::deliver(ch, id, RDMA_CM_EVENT_ESTABLISHED);
+    auto first = events_.pop();
+    ASSERT_TRUE(first.has_value());
+    EXPECT_EQ(*first, RPMA_CONN_ESTABLISHED);
+    qp_.reset();
+    dom_.reset();  // joins the pump's thread: its counts are final
+    EXPECT_EQ(fake::calls("rdma_get_cm_event"), 5);
+    EXPECT_EQ(logged_times(RPMA_LOG_LEVEL_ERROR, {"rdma_get_cm_event", std::strerror(EIO)}), 1u)
+        << logs();
+    EXPECT_TRUE(logged(RPMA_LOG_LEVEL_NOTICE, {"connection events are read again"}));
+}
+
+TEST_F(CmEventTest, PumpLogsAFailedAcknowledgement) {
+    ASSERT_EQ(create_active(), 0);
+    rdma_cm_id *id = fake::last_cm_id();
+    fake::fail("rdma_ack_cm_event", EINVAL);
+    fake::deliver(dom_->pump()->channel(), id, RDMA_CM_EVENT_ESTABLISHED);
+    auto first = events_.pop();
+    ASSERT_TRUE(first.has_value());
+    qp_.reset();
+    dom_.reset();
+    EXPECT_TRUE(logged_error("rdma_ack_cm_event", std::strerror(EINVAL)));
+}
+
 TEST_F(CmEventTest, PumpCannotStart) {
     fake::fail("rdma_create_event_channel", EMFILE);
     std::unique_ptr<CmEventPump> p;

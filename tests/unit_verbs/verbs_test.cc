@@ -47,14 +47,19 @@ void VerbsTest::TearDown() {
 }
 
 bool VerbsTest::logged(rpma_log_level level, const std::vector<std::string> &parts) {
+    return logged_times(level, parts) > 0;
+}
+
+size_t VerbsTest::logged_times(rpma_log_level level, const std::vector<std::string> &parts) {
     std::lock_guard lk(g_mu);
+    size_t n = 0;
     for (const Message &m : g_messages) {
         if (level != RPMA_LOG_DISABLED && m.level != level) continue;
         bool all = true;
         for (const std::string &p : parts) all = all && m.text.find(p) != std::string::npos;
-        if (all) return true;
+        if (all) n++;
     }
-    return false;
+    return n;
 }
 
 size_t VerbsTest::log_count() {

@@ -19,6 +19,8 @@ class VerbsTest : public ::testing::Test {
 
     // True when some message of `level` (any level if RPMA_LOG_DISABLED) contains every part.
     static bool logged(rpma_log_level level, const std::vector<std::string> &parts);
+    // How many messages of `level` contain every part.
+    static size_t logged_times(rpma_log_level level, const std::vector<std::string> &parts);
     static bool logged_error(const std::string &a, const std::string &b = "") {
         return logged(RPMA_LOG_LEVEL_ERROR, {a, b});
     }

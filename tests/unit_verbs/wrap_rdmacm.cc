@@ -169,8 +169,12 @@ int __wrap_rdma_get_cm_event(rdma_event_channel *ch, rdma_cm_event **event) {
 }
 
 int __wrap_rdma_ack_cm_event(rdma_cm_event *event) {
-    hit("rdma_ack_cm_event");
-    free_event(reinterpret_cast<FakeEvent *>(event));
+    int err = hit("rdma_ack_cm_event");
+    free_event(reinterpret_cast<FakeEvent *>(event));  // a failed ack must not leak the fake's
+    if (err) {
+        errno = err;
+        return -1;
+    }
     return 0;
 }
 

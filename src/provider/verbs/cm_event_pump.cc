@@ -69,22 +69,36 @@ void CmEventPump::forget(rdma_cm_id *id) noexcept {
 
 void CmEventPump::run() noexcept {
     pollfd fds[2] = {{ch_->fd, POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+    int failed = 0;  // the errno of the last failed read, logged once per run of failures
     for (;;) {
-        if (::poll(fds, 2, -1) < 0) {
+        // After a failed read the channel still polls readable: wait out kRetryMs on the wake
+        // fd alone rather than spin, then try again (the failure may pass).
+        if (::poll(failed ? &fds[1] : fds, failed ? 1 : 2, failed ? kRetryMs : -1) < 0) {
             if (errno == EINTR) continue;
             RPMA_LOG_FATAL("connection event thread: poll: %s", std::strerror(errno));
             return;
         }
         if (fds[1].revents) return;
         rdma_cm_event *ev = nullptr;
-        while (rdma_get_cm_event(ch_, &ev) == 0) {
+        int got;
+        while ((got = rdma_get_cm_event(ch_, &ev)) == 0) {
+            if (failed) RPMA_LOG_NOTICE("connection events are read again");
+            failed = 0;
             {
                 std::lock_guard lk(mu_);
                 auto it = sinks_.find(ev->id);
                 if (it != sinks_.end()) it->second->on_cm_event(*ev);
             }
             // Acknowledged after the lock: rdma_destroy_id waits for it, under no lock of ours.
-            rdma_ack_cm_event(ev);
+            if (rdma_ack_cm_event(ev) != 0)
+                RPMA_LOG_ERROR("rdma_ack_cm_event: %s", std::strerror(errno));
+        }
+        if (errno != EAGAIN && errno != failed) {
+            RPMA_LOG_ERROR("rdma_get_cm_event: %s; connection events wait until it reads again",
+                           std::strerror(errno));
+            failed = errno;
+        } else if (errno == EAGAIN) {
+            failed = 0;
         }
     }
 }

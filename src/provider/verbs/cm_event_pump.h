@@ -37,6 +37,7 @@ class CmEventPump {
   private:
     CmEventPump(rdma_event_channel *ch, Fd wake) noexcept;
     void run() noexcept;
+    static constexpr int kRetryMs = 100;  // the wait before reading again after a failed read
 
     rdma_event_channel *ch_;
     Fd wake_;  // eventfd: the destructor stops the thread through it
