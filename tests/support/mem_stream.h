@@ -2,6 +2,7 @@
 // two queue pairs with it, and the fuzz targets feed bytes through it, with no socket.
 #pragma once
 
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -71,6 +72,21 @@ class MemStream final : public ByteStream {
             std::lock_guard lk(in_->mu);
             in_->eof = true;
         }
+    }
+    // No fd to poll: a waiter can only be told whether input (or the end) is there already.
+    // Room to write counts only where the pipe is below its capacity.
+    Wait wait(uint32_t want) noexcept override {
+        Wait w;
+        w.cheap = true;
+        if (want & EPOLLIN) {
+            std::lock_guard lk(in_->mu);
+            w.ready = !in_->bytes.empty() || in_->eof;
+        }
+        if ((want & EPOLLOUT) && !w.ready) {
+            std::lock_guard lk(out_->mu);
+            w.ready = out_->bytes.size() < out_->capacity || out_->eof;
+        }
+        return w;
     }
 
   private:

@@ -462,6 +462,7 @@ class FailingWrites final : public ByteStream {
         ++shutdowns;
         s_->shutdown(how);
     }
+    Wait wait(uint32_t want) noexcept override { return s_->wait(want); }
     bool fail = false;
     int shutdowns = 0;
 

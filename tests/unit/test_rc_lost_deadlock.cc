@@ -84,6 +84,7 @@ class FaultStream final : public ByteStream {
         return inner_.readv(iov, n);
     }
     void shutdown(int how) override { inner_.shutdown(how); }
+    Wait wait(uint32_t want) noexcept override { return inner_.wait(want); }
 
   private:
     memio::MemStream inner_;

@@ -1,7 +1,8 @@
 // The transport seam under the RC engine: a non-blocking, reliable, ordered byte stream. The
 // requester, responder and completer move frames only through it, so they run the same over a
-// TCP socket (tcp/socket_stream.h) and over an in-memory pipe in the unit tests. Calls follow the
-// socket conventions: -1 with errno (EAGAIN when it would block), 0 from a read at the end.
+// TCP socket (tcp/socket_stream.h) and over an in-memory pipe in the unit tests. readv, writev,
+// shutdown and wait are rc::Stream's (rc/stream.h); the hooks below are today's engine's, and go
+// when the rebuilt engine waits through Stream::wait alone (docs/rc-rebuild.md, step (f)).
 #pragma once
 
 #include <sys/types.h>
@@ -10,15 +11,12 @@
 #include <chrono>
 #include <cstdint>
 
+#include "provider/rc/stream.h"
+
 namespace rpma::rc {
 
-class ByteStream {
+class ByteStream : public Stream {
   public:
-    virtual ~ByteStream() = default;
-    virtual ssize_t writev(const iovec *iov, int n) = 0;  // gathers; may take part of it
-    virtual ssize_t readv(const iovec *iov, int n) = 0;   // scatters
-    virtual void shutdown(int how) = 0;                   // SHUT_WR or SHUT_RDWR
-
     // Readiness, for a stream whose fd is not a socket. A socket reports input, space and the
     // peer's end itself; a stream whose fd is only a doorbell (shm) maps what the engine wants
     // onto that (watch; elsewhere: another thread reads the stream meanwhile), says what a

@@ -235,6 +235,30 @@ bool ShmStream::arm() noexcept {
     return input_ready();  // after the flag: what came before it is seen here
 }
 
+rc::Stream::Wait ShmStream::wait(uint32_t want) noexcept {
+    Wait w{wake_fd_, EPOLLIN, false, true};
+    if (want & (EPOLLIN | EPOLLRDHUP)) {
+        // Rings from before this look are stale: what they announced is seen by arm()'s look,
+        // so the fd polls ready only for what comes after it. Not while a write is stopped on a
+        // full ring: a ring may then mean room, which woken() reports as EPOLLOUT. (Today's
+        // engine never calls wait(); in the rebuilt one the waiter owns the doorbell.)
+        if (!tx_blocked_.load(std::memory_order_relaxed)) {
+            uint64_t v;
+            ssize_t r = ::read(wake_fd_, &v, sizeof(v));
+            (void)r;
+        }
+        w.ready = arm();
+    }
+    if (want & EPOLLOUT) {
+        RingCtl *c = out_.ctl;
+        c->waiting.store(1);  // seq_cst: ordered before the look at the tail
+        // A tail out of bounds (a hostile peer) is ready too: the write says EPROTO.
+        uint64_t used = sent_.load(std::memory_order_relaxed) - c->tail.load();
+        if (used != out_.size) w.ready = true;
+    }
+    return w;
+}
+
 void ShmStream::yielded() noexcept {
     // The reader leaves the stream until its next wake-up (it may stop short of EAGAIN): ask
     // for a doorbell, and ring our own if input is left, as level-triggered epoll would. A

@@ -36,6 +36,9 @@ class ShmStream final : public rc::ByteStream {
     uint32_t watch(uint32_t events, bool elsewhere) const noexcept override;
     uint32_t woken(uint32_t events) noexcept override;
     bool arm() noexcept override;
+    // Input: absorbs stale doorbell counts, then arm(). Room: sets `waiting`, looks again. The
+    // fd is our doorbell, for EPOLLIN whatever was wanted.
+    Wait wait(uint32_t want) noexcept override;
     void yielded() noexcept override;
     void pass_wake() noexcept override;
     void reader(Reader r) noexcept override { reader_ = r; }

@@ -28,6 +28,8 @@ class SocketStream final : public rc::ByteStream {
     void shutdown(int how) override {
         if (fd_->valid()) ::shutdown(fd_->get(), how);
     }
+    // The socket's own readiness, level-triggered: it polls ready at once for what is there.
+    Wait wait(uint32_t want) noexcept override { return Wait{fd_->get(), want, false, false}; }
     int take_error() noexcept override {
         int err = 0;
         socklen_t len = sizeof(err);
