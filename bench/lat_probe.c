@@ -23,11 +23,6 @@
 #include <time.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
-static uint64_t stamp(void) {
-    return __rdtsc();
-}
-#else
-static uint64_t stamp(void);
 #endif
 
 #define MSG 8
@@ -38,11 +33,15 @@ static uint64_t mono_ns(void) {
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
-#if !(defined(__x86_64__) || defined(__i386__))
+
+/* the per-round-trip stamp: the time stamp counter where there is one */
 static uint64_t stamp(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#else
     return mono_ns();
-}
 #endif
+}
 
 static void check(int ret, const char *what) {
     if (ret) {

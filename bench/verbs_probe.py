@@ -20,7 +20,11 @@ import subprocess
 import sys
 import time
 
-PERFTEST = {"read": ("ib_read_lat", 1), "send-recv": ("ib_send_lat", 2)}  # (tool, x round trip)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import parse_perftest  # noqa: E402 (bench/run.py reads perftest's figures)
+
+# op: (tool, run.py's kind for it, what one printed figure is of a round trip)
+PERFTEST = {"read": ("ib_read_lat", "readlat", 1), "send-recv": ("ib_send_lat", "sendrecv", 2)}
 
 
 def reference_dir():
@@ -30,6 +34,13 @@ def reference_dir():
         if os.path.exists(p):
             return d
     return None
+
+
+def reap(srv):
+    """a server that is still there after its client is killed"""
+    if srv.poll() is None:
+        srv.kill()
+        srv.wait()
 
 
 def run_probe(a, op, port, libdir):
@@ -46,16 +57,14 @@ def run_probe(a, op, port, libdir):
                             capture_output=True, text=True, env=env, timeout=600)
         srv.wait(timeout=60)
     finally:
-        if srv.poll() is None:
-            srv.kill()
-            srv.wait()
+        reap(srv)
     if cl.returncode != 0:
         raise RuntimeError(f"lat_probe client: {cl.stderr.strip()}")
     return float(cl.stdout.split("p50 ")[1].split()[0])
 
 
 def run_perftest(a, op, port):
-    tool, k = PERFTEST[op]
+    tool, kind, k = PERFTEST[op]
     args = ["-R", "-F", "-s", "8", "-n", str(a.iters), "-p", str(port)]
     srv = subprocess.Popen([tool] + args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -67,14 +76,11 @@ def run_perftest(a, op, port):
                 break
         srv.wait(timeout=60)
     finally:
-        if srv.poll() is None:
-            srv.kill()
-            srv.wait()
-    if p.returncode != 0:
+        reap(srv)
+    res = parse_perftest(p.stdout, kind) if p.returncode == 0 else None
+    if not res:
         raise RuntimeError(f"{tool}: {(p.stderr or p.stdout).strip()[-300:]}")
-    lines = p.stdout.splitlines()
-    i = next(i for i, l in enumerate(lines) if l.strip().startswith("#bytes"))
-    return k * float(lines[i + 1].split()[4])  # t_typical; ib_send_lat prints half a round trip
+    return k * res["t_typical"]  # ib_send_lat prints half a round trip
 
 
 def main():

@@ -196,11 +196,11 @@ int perf_err(const char *who, int idx, const char *what, int ret);
 /* a peer on the device for addr (a local address for a server); NULL after printing why */
 struct rpma_peer *perf_peer_new(const char *who, const char *addr, bool server);
 
-/* monotonic nanoseconds */
 /* CLOCK_MONOTONIC, or the time stamp counter on its time line (perf_clock_init) */
 uint64_t perf_now_ns(void);
-/* which: "auto" (the TSC where the kernel calls it invariant), "tsc" or "monotonic"; before any
- * thread starts. -1 (and a line on stderr where it is not a bad name) if it cannot be had. */
+/* which: "auto" (the TSC where the kernel calls it invariant), "tsc" or "monotonic" (the
+ * command line checked the name); before any thread starts. -1, with a line on stderr, if the
+ * counter was asked for and cannot be had. */
 int perf_clock_init(const char *which);
 uint64_t perf_monotonic_ns(void);  /* CLOCK_MONOTONIC, whatever --clock says */
 const char *perf_clock_name(void); /* "tsc" or "monotonic" */

@@ -163,11 +163,7 @@ static bool tsc_invariant(void) {
 #endif
 
 int perf_clock_init(const char *which) {
-    bool tsc = strcmp(which, "tsc") == 0;
-    if (strcmp(which, "auto") == 0)
-        tsc = tsc_invariant();
-    else if (!tsc && strcmp(which, "monotonic") != 0)
-        return -1;
+    bool tsc = strcmp(which, "tsc") == 0 || (strcmp(which, "auto") == 0 && tsc_invariant());
 #if !(defined(__x86_64__) || defined(__i386__))
     if (tsc) {
         fprintf(stderr, "rpma-perf: --clock tsc needs an x86 CPU\n");

@@ -46,6 +46,13 @@ void ring(int fd) noexcept {
     ssize_t r = ::write(fd, &one, sizeof(one));
     (void)r;  // an eventfd takes 2^64-2 rings before it would block
 }
+
+// Takes every ring so far off a (non-blocking) eventfd.
+void drain(int fd) noexcept {
+    uint64_t v;
+    ssize_t r = ::read(fd, &v, sizeof(v));
+    (void)r;  // EAGAIN: nothing rang
+}
 }  // namespace
 
 void ShmStream::ring_peer() noexcept {
@@ -199,9 +206,7 @@ uint32_t ShmStream::watch(uint32_t events, bool elsewhere) const noexcept {
 }
 
 uint32_t ShmStream::woken(uint32_t) noexcept {
-    uint64_t v;
-    ssize_t r = ::read(wake_fd_, &v, sizeof(v));  // level-triggered: drain it, or it spins
-    (void)r;
+    drain(wake_fd_);  // level-triggered: drain it, or it spins
     uint32_t ev = EPOLLIN;
     if (tx_blocked_.exchange(false, std::memory_order_relaxed)) ev |= EPOLLOUT;
     if (input_ended() || shut_rd_.load(std::memory_order_relaxed)) ev |= EPOLLRDHUP;
@@ -242,11 +247,7 @@ rc::Stream::Wait ShmStream::wait(uint32_t want) noexcept {
         // so the fd polls ready only for what comes after it. Not while a write is stopped on a
         // full ring: a ring may then mean room, which woken() reports as EPOLLOUT. (Today's
         // engine never calls wait(); in the rebuilt one the waiter owns the doorbell.)
-        if (!tx_blocked_.load(std::memory_order_relaxed)) {
-            uint64_t v;
-            ssize_t r = ::read(wake_fd_, &v, sizeof(v));
-            (void)r;
-        }
+        if (!tx_blocked_.load(std::memory_order_relaxed)) drain(wake_fd_);
         w.ready = arm();
     }
     if (want & EPOLLOUT) {

@@ -80,8 +80,7 @@ void CmEventPump::run() noexcept {
         }
         if (fds[1].revents) return;
         rdma_cm_event *ev = nullptr;
-        int got;
-        while ((got = rdma_get_cm_event(ch_, &ev)) == 0) {
+        while (rdma_get_cm_event(ch_, &ev) == 0) {
             if (failed) RPMA_LOG_NOTICE("connection events are read again");
             failed = 0;
             {
