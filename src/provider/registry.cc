@@ -1,7 +1,8 @@
 // Picks the provider for an address. An RDMA device that rdma_cm finds for the address serves it
 // through verbs (provider/verbs/); every other address is served by the tcp device, and a
 // connection between two processes on one host moves onto shared memory (shm,
-// provider/shm/link.h) unless RPMA_PROVIDER says tcp. RPMA_PROVIDER may name verbs, tcp or shm,
+// provider/shm/link.h) unless RPMA_PROVIDER says tcp: shm is the way off tcp
+// (tcp/upgrade.h) that this file hands to the tcp device. RPMA_PROVIDER may name verbs, tcp or shm,
 // and any other name fails, so a program asking for a provider we lack learns it at once.
 #include <arpa/inet.h>
 
@@ -10,6 +11,7 @@
 
 #include "common/log.h"
 #include "provider/provider.h"
+#include "provider/shm/upgrade.h"
 #include "provider/tcp/device.h"
 #include "provider/verbs/device.h"
 
@@ -61,7 +63,7 @@ int lookup_device(const char *addr, rpma_util_ibv_context_type type, ibv_context
         case Choice::kShm:
             break;
     }
-    return tcp::Device::lookup(addr, type, out);
+    return tcp::Device::lookup(addr, type, shm::stream_upgrade(), out);
 }
 
 Device *device_from_context(const ibv_context *ctx) noexcept {

@@ -32,6 +32,8 @@
 #include "provider/soft/region.h"
 #include "provider/tcp/domain.h"
 #include "provider/tcp/listener.h"
+#include "provider/tcp/upgrade.h"
+#include "provider_env.h"
 #include "socket_spy.h"
 
 using namespace rpma;
@@ -63,17 +65,7 @@ std::string Delivered(const std::string &sent, size_t size) {
     return s;
 }
 
-// RPMA_PROVIDER for one test (it is read at each listen and connection); unset: auto.
-class ProviderEnv {
-  public:
-    explicit ProviderEnv(const char *value) {
-        if (value)
-            ::setenv("RPMA_PROVIDER", value, 1);
-        else
-            ::unsetenv("RPMA_PROVIDER");
-    }
-    ~ProviderEnv() { ::unsetenv("RPMA_PROVIDER"); }
-};
+using test::ProviderEnv;
 
 class TcpDomainTest : public ::testing::Test {
   protected:
@@ -127,6 +119,13 @@ class TcpDomainTest : public ::testing::Test {
         *req = l_->next();
         ASSERT_NE(*req, nullptr);
         EXPECT_EQ(Str((*req)->private_data()), Delivered("hello", 56));
+    }
+    // Makes s and accepts req on it with pdata.
+    void Accept(Side &s, std::unique_ptr<prov::IncomingRequest> req, const char *pdata,
+                uint8_t len) {
+        ASSERT_NO_FATAL_FAILURE(MakeSide(s));
+        ASSERT_EQ(dom_->create_qp(s.attr(), *req, &s.qp), 0);
+        ASSERT_EQ(s.qp->accept(std::move(req), pdata, len), 0);
     }
     static rpma_conn_event NextEvent(Side &s) {
         if (!Readable(s.events.fd())) return RPMA_CONN_UNDEFINED;
@@ -249,9 +248,7 @@ TEST_F(TcpDomainTest, RequestAcceptedThenClosed) {
     Side c, s;
     std::unique_ptr<prov::IncomingRequest> req;
     ASSERT_NO_FATAL_FAILURE(Request("25711", c, &req));
-    ASSERT_NO_FATAL_FAILURE(MakeSide(s));
-    ASSERT_EQ(dom_->create_qp(s.attr(), *req, &s.qp), 0);
-    ASSERT_EQ(s.qp->accept(std::move(req), "world!", 6), 0);
+    ASSERT_NO_FATAL_FAILURE(Accept(s, std::move(req), "world!", 6));
 
     EXPECT_EQ(NextEvent(s), RPMA_CONN_ESTABLISHED);
     EXPECT_EQ(NextEvent(c), RPMA_CONN_ESTABLISHED);
@@ -311,9 +308,49 @@ TEST_F(TcpDomainTest, TheOfferSocketListensBeforeTheTcpSocket) {
     Side c;
     std::unique_ptr<prov::IncomingRequest> req;
     ASSERT_NO_FATAL_FAILURE(RequestTo("25730", c, &req));
-    EXPECT_NE(static_cast<tcp::Incoming *>(req.get())->conn.shm, nullptr);
+    EXPECT_NE(static_cast<tcp::Incoming *>(req.get())->conn.upgrade, nullptr);
     req.reset();
     c.qp->close();
+}
+
+// A tcp domain whose way off tcp refuses every offer and takes none (tcp works without shm).
+class RefusingUpgrade final : public tcp::StreamUpgrade {
+  public:
+    std::shared_ptr<tcp::UpgradeLink> offer(int, uint64_t, std::string *why) override {
+        ++offers;
+        *why = "the test's upgrade refuses";
+        return nullptr;
+    }
+    std::shared_ptr<tcp::UpgradeDesk> open_desk(Engine *, uint16_t) override {
+        ++desks;
+        return nullptr;
+    }
+    int offers = 0, desks = 0;
+};
+
+class TcpRefusingUpgradeTest : public TcpDomainTest {
+  protected:
+    void SetUp() override { dom_ = std::make_unique<tcp::Domain>(&upgrade_); }
+    RefusingUpgrade upgrade_;
+};
+
+// The listener asks for a desk, the client for an offer, once each; both refuse, and the
+// connection is established on tcp.
+TEST_F(TcpRefusingUpgradeTest, ConnectionsStayOnTcp) {
+    ProviderEnv env(nullptr);
+    Side c, s;
+    std::unique_ptr<prov::IncomingRequest> req;
+    ASSERT_NO_FATAL_FAILURE(Request("25740", c, &req));
+    EXPECT_EQ(upgrade_.desks, 1);
+    EXPECT_EQ(upgrade_.offers, 1);
+    EXPECT_EQ(static_cast<tcp::Incoming *>(req.get())->conn.upgrade, nullptr);
+    ASSERT_NO_FATAL_FAILURE(Accept(s, std::move(req), "world!", 6));
+    EXPECT_EQ(NextEvent(s), RPMA_CONN_ESTABLISHED);
+    EXPECT_EQ(NextEvent(c), RPMA_CONN_ESTABLISHED);
+    EXPECT_EQ(Str(c.qp->remote_pdata()), Delivered("world!", 196));
+    c.qp->close();
+    EXPECT_EQ(NextEvent(s), RPMA_CONN_CLOSED);
+    s.qp->close();
 }
 
 // Lowers RLIMIT_NOFILE to a little above the highest descriptor open and takes every number
@@ -405,7 +442,7 @@ TEST_P(ListenerOutOfDescriptorsTest, BacksOffAndServesAClientOnceDescriptorsAreB
     Side c;
     std::unique_ptr<prov::IncomingRequest> req;
     ASSERT_NO_FATAL_FAILURE(RequestTo(port_str.c_str(), c, &req));
-    EXPECT_NE(static_cast<tcp::Incoming *>(req.get())->conn.shm, nullptr);
+    EXPECT_NE(static_cast<tcp::Incoming *>(req.get())->conn.upgrade, nullptr);
     req.reset();
     c.qp->close();
 }
@@ -419,9 +456,7 @@ class TcpWaiterServesTest : public TcpDomainTest, public ::testing::WithParamInt
     void Connect(const char *port) {
         std::unique_ptr<prov::IncomingRequest> req;
         ASSERT_NO_FATAL_FAILURE(Request(port, c_, &req));
-        ASSERT_NO_FATAL_FAILURE(MakeSide(s_));
-        ASSERT_EQ(dom_->create_qp(s_.attr(), *req, &s_.qp), 0);
-        ASSERT_EQ(s_.qp->accept(std::move(req), nullptr, 0), 0);
+        ASSERT_NO_FATAL_FAILURE(Accept(s_, std::move(req), nullptr, 0));
         ASSERT_EQ(NextEvent(s_), RPMA_CONN_ESTABLISHED);
         ASSERT_EQ(NextEvent(c_), RPMA_CONN_ESTABLISHED);
         ASSERT_EQ(dom_->register_memory(buf_, sizeof(buf_), RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV,

@@ -16,6 +16,7 @@
 #include "common/fd.h"
 #include "provider/shm/segment.h"
 #include "provider/shm/shm_stream.h"
+#include "provider/tcp/upgrade.h"
 
 namespace rpma::shm {
 
@@ -44,7 +45,7 @@ bool peer_allowed(int unix_fd, std::string *why);
 std::string socket_name(uint16_t port);
 
 // One connection's shared memory, doorbells and control socket, on either side.
-class Link : public std::enable_shared_from_this<Link> {
+class Link final : public tcp::UpgradeLink, public std::enable_shared_from_this<Link> {
   public:
     // The client's: nullptr (and *why) when the connection cannot move, e.g. the peer is on
     // another host or nobody takes offers there. tcp_fd: the connected main tcp stream.
@@ -56,13 +57,13 @@ class Link : public std::enable_shared_from_this<Link> {
     static int read_offer(int ctl, Offer *o, Fd *fds, int *nfds, std::string *why);
 
     uint64_t token() const noexcept { return token_; }
-    int ctl_fd() const noexcept { return ctl_.get(); }
+    int ctl_fd() const noexcept override { return ctl_.get(); }
     // Our doorbell for the main or the join stream: the fd the engine watches (handed over once).
-    Fd take_wake(bool main) noexcept;
+    Fd take_wake(bool main) noexcept override;
     // The byte stream for the main or the join stream; it keeps the link alive.
-    std::unique_ptr<rc::ByteStream> stream(bool main, int wake_fd);
+    std::unique_ptr<rc::ByteStream> stream(bool main, int wake_fd) override;
     // The peer's process is gone: every stream of this link ends once read.
-    void peer_gone() noexcept;
+    void peer_gone() noexcept override;
 
   private:
     Link() = default;

@@ -100,7 +100,7 @@ void OfferDesk::read(int fd) {
     engine_->add_timer(offers_[o.token].deadline, weak_from_this());
 }
 
-std::shared_ptr<Link> OfferDesk::take(uint64_t token, std::string *why) {
+std::shared_ptr<tcp::UpgradeLink> OfferDesk::take(uint64_t token, std::string *why) {
     accept_all();
     std::vector<int> fds;
     for (auto &[fd, c] : conns_) fds.push_back(fd);

@@ -14,10 +14,13 @@
 #include "provider/shm/link.h"
 #include "provider/soft/accept_backoff.h"
 #include "provider/soft/engine.h"
+#include "provider/tcp/upgrade.h"
 
 namespace rpma::shm {
 
-class OfferDesk final : public Handler, public std::enable_shared_from_this<OfferDesk> {
+class OfferDesk final : public tcp::UpgradeDesk,
+                        public Handler,
+                        public std::enable_shared_from_this<OfferDesk> {
   public:
     // nullptr when the socket cannot be had (logged at INFO: connections stay on tcp).
     static std::shared_ptr<OfferDesk> open(Engine *engine, uint16_t port);
@@ -26,9 +29,9 @@ class OfferDesk final : public Handler, public std::enable_shared_from_this<Offe
     // The offer that came with this token, reading whatever is queued first (the client sends
     // it before its tcp Hello, so it is there by the time the Hello is). nullptr and *why if
     // none came or it was unusable.
-    std::shared_ptr<Link> take(uint64_t token, std::string *why);
+    std::shared_ptr<tcp::UpgradeLink> take(uint64_t token, std::string *why) override;
     // Stops taking offers and drops those held.
-    void close();
+    void close() override;
 
     void on_events(int fd, uint32_t events) override;
     void on_timer() override;

@@ -61,15 +61,16 @@ bool local_address_for(const addrinfo *ai, rpma_util_ibv_context_type type, sock
 
 }  // namespace
 
-Device::Device(const sockaddr_storage &ss, std::string address)
-    : ss_(ss), address_(std::move(address)) {
+Device::Device(const sockaddr_storage &ss, std::string address, StreamUpgrade *upgrade)
+    : ss_(ss), address_(std::move(address)), upgrade_(upgrade) {
     std::snprintf(dev_.name, sizeof(dev_.name), "rpma_tcp");
     std::snprintf(dev_.dev_name, sizeof(dev_.dev_name), "tcp:%s", address_.c_str());
     dev_.transport_type = IBV_TRANSPORT_UNKNOWN;
     ctx_.device = &dev_;
 }
 
-int Device::lookup(const char *addr, rpma_util_ibv_context_type type, ibv_context **out) {
+int Device::lookup(const char *addr, rpma_util_ibv_context_type type, StreamUpgrade *upgrade,
+                   ibv_context **out) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_DGRAM;
@@ -96,7 +97,7 @@ int Device::lookup(const char *addr, rpma_util_ibv_context_type type, ibv_contex
             *out = d->context();
             return 0;
         }
-    g_devices.push_back(std::make_unique<Device>(local, name));
+    g_devices.push_back(std::make_unique<Device>(local, name, upgrade));
     *out = g_devices.back()->context();
     return 0;
 }
@@ -109,7 +110,7 @@ Device *Device::from_context(const ibv_context *ctx) noexcept {
 }
 
 int Device::open_domain(std::unique_ptr<prov::Domain> *out) {
-    *out = std::make_unique<Domain>();
+    *out = std::make_unique<Domain>(upgrade_);
     return 0;
 }
 

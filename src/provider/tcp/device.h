@@ -11,10 +11,15 @@
 
 namespace rpma::tcp {
 
+class StreamUpgrade;
+
 class Device final : public prov::Device {
   public:
     // rpma_utils_get_ibv_context: the device owning addr (LOCAL) or routing to it (REMOTE).
-    static int lookup(const char *addr, rpma_util_ibv_context_type type, ibv_context **out);
+    // upgrade: the way off tcp its connections may take (upgrade.h; nullptr: none), fixed by
+    // the lookup that creates the device.
+    static int lookup(const char *addr, rpma_util_ibv_context_type type, StreamUpgrade *upgrade,
+                      ibv_context **out);
     // The device behind a context this provider handed out, or nullptr.
     static Device *from_context(const ibv_context *ctx) noexcept;
 
@@ -26,13 +31,14 @@ class Device final : public prov::Device {
     }
     int open_domain(std::unique_ptr<prov::Domain> *out) override;
 
-    Device(const sockaddr_storage &ss, std::string address);
+    Device(const sockaddr_storage &ss, std::string address, StreamUpgrade *upgrade);
 
   private:
     ibv_context ctx_{};
     ibv_device dev_{};
     sockaddr_storage ss_{};
     std::string address_;
+    StreamUpgrade *upgrade_;
 };
 
 }  // namespace rpma::tcp

@@ -106,7 +106,7 @@ int Domain::listen(const char *addr, const char *port, std::shared_ptr<prov::Lis
     Engine *e = engine();
     if (!e) return RPMA_E_PROVIDER;
     std::shared_ptr<Listener> l;
-    int ret = Listener::create(e, addr, port, &l);
+    int ret = Listener::create(e, upgrade_, addr, port, &l);
     if (ret == 0) *out = std::move(l);
     return ret;
 }
@@ -144,7 +144,7 @@ int Domain::create_qp(const prov::QpAttr &attr, prov::IncomingRequest &,
 
 std::shared_ptr<QueuePair> Domain::make_qp(Engine *e, const prov::QpAttr &attr) {
     QpConfig cfg = qp_config(attr);
-    auto qp = QueuePair::create(e, &mrs_, cfg, attr.events);
+    auto qp = QueuePair::create(e, &mrs_, cfg, attr.events, upgrade_);
     // A thread waiting on (or polling) the CQ or the connection's own RCQ reads this queue
     // pair's answers and serves the peer's requests itself instead of waiting for the engine
     // thread; close() takes it back.

@@ -13,10 +13,12 @@
 namespace rpma::tcp {
 
 class QueuePair;
+class StreamUpgrade;
 
 class Domain final : public prov::Domain {
   public:
-    Domain() = default;
+    // upgrade: the way off tcp its connections may take (upgrade.h; nullptr: none).
+    explicit Domain(StreamUpgrade *upgrade) noexcept : upgrade_(upgrade) {}
     ~Domain() override;
 
     const prov::Caps &caps() const noexcept override;
@@ -46,6 +48,7 @@ class Domain final : public prov::Domain {
   private:
     std::shared_ptr<QueuePair> make_qp(Engine *e, const prov::QpAttr &attr);
 
+    StreamUpgrade *upgrade_;
     MrTable mrs_;
     std::mutex mu_;
     std::unique_ptr<Engine> engine_;

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "common/log.h"
-#include "provider/tcp/queue_pair.h"
+#include "provider/tcp/connector.h"
 
 namespace rpma::tcp {
 
@@ -16,21 +16,21 @@ namespace {
 constexpr auto kHelloTimeout = std::chrono::seconds(5);
 constexpr size_t kMaxPending = 4096;  // bounds what half-open peers can make us hold
 
-// The shared-memory offer socket for the tcp socket `fd`, bound (not yet listening); nullptr
-// where offers are not taken.
-std::shared_ptr<shm::OfferDesk> open_desk(Engine *engine, int fd) {
-    if (prov::provider_choice() == prov::Choice::kTcp) return nullptr;
+// The offer desk for the tcp socket `fd`, bound (not yet listening); nullptr where offers are
+// not taken.
+std::shared_ptr<UpgradeDesk> open_desk(Engine *engine, StreamUpgrade *upgrade, int fd) {
+    if (!upgrade || prov::provider_choice() == prov::Choice::kTcp) return nullptr;
     sockaddr_storage bound{};
     socklen_t blen = sizeof(bound);
     if (::getsockname(fd, reinterpret_cast<sockaddr *>(&bound), &blen) != 0) return nullptr;
     uint16_t port =
         ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
                                           : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
-    return shm::OfferDesk::open(engine, port);
+    return upgrade->open_desk(engine, port);
 }
 }  // namespace
 
-int Listener::create(Engine *engine, const char *addr, const char *port,
+int Listener::create(Engine *engine, StreamUpgrade *upgrade, const char *addr, const char *port,
                      std::shared_ptr<Listener> *out) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
@@ -59,7 +59,7 @@ int Listener::create(Engine *engine, const char *addr, const char *port,
         }
         // The offer socket before listen(): a client on this host may connect the moment the
         // tcp socket listens, and it offers shared memory before it says Hello.
-        auto desk = open_desk(engine, fd.get());
+        auto desk = open_desk(engine, upgrade, fd.get());
         if (::listen(fd.get(), SOMAXCONN) != 0) {
             err = errno;
             if (desk) engine->run_sync([&] { desk->close(); });
@@ -87,7 +87,7 @@ int Listener::create(Engine *engine, const char *addr, const char *port,
 Listener::~Listener() = default;
 
 Incoming::~Incoming() {
-    if (conn.main.valid()) QueuePair::reject(conn.main);
+    if (conn.main.valid()) Connector::reject(conn.main);
 }
 
 std::unique_ptr<prov::IncomingRequest> Listener::next() {
@@ -106,7 +106,7 @@ void Listener::close() {
         if (desk_) desk_->close();
     });
     lfd_.reset();
-    for (auto &req : requests_.drain()) QueuePair::reject(req.main);
+    for (auto &req : requests_.drain()) Connector::reject(req.main);
 }
 
 void Listener::on_events(int fd, uint32_t) {
@@ -176,7 +176,7 @@ void Listener::read_hello(Pending &p) {
     if (main) {
         half.qp_num = h.qp_num;
         half.pdata = delivered_pdata(h.pdata, h.pdata_len);
-        half.shm_offered = h.flags & kHelloShmOffer;
+        half.offered = h.flags & kHelloShmOffer;
     }
     if (fresh) {
         // the other stream has as long to arrive as a Hello has: then the half is dropped
@@ -191,23 +191,23 @@ void Listener::read_hello(Pending &p) {
 void Listener::complete(uint64_t token, Half &half) {
     IncomingConn in{std::move(half.main), std::move(half.join), half.qp_num, std::move(half.pdata),
                     nullptr};
-    bool offered = half.shm_offered;
+    bool offered = half.offered;
     halves_.erase(token);
     {
         // scoped: once the request is queued, an application thread may fork, and a heap string
         // this thread still held would be lost to the child (LeakSanitizer reports it)
         std::string why = "the client made no shared-memory offer";
         if (offered && !desk_) why = "this endpoint takes no shared-memory offers";
-        if (offered && desk_) in.shm = desk_->take(token, &why);
-        if (!in.shm && prov::provider_choice() == prov::Choice::kShm) {
+        if (offered && desk_) in.upgrade = desk_->take(token, &why);
+        if (!in.upgrade && prov::provider_choice() == prov::Choice::kShm) {
             RPMA_LOG_ERROR(
                 "RPMA_PROVIDER=shm: refusing a connection request that cannot use "
                 "shared memory (%s)",
                 why.c_str());
-            QueuePair::reject(in.main);
+            Connector::reject(in.main);
             return;
         }
-        if (!in.shm && offered) RPMA_LOG_INFO("a connection stays on tcp: %s", why.c_str());
+        if (!in.upgrade && offered) RPMA_LOG_INFO("a connection stays on tcp: %s", why.c_str());
     }
     requests_.push(std::move(in));
 }

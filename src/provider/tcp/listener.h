@@ -1,7 +1,8 @@
 // The listening side of the tcp CM: accepts TCP connections, reads each one's Hello within a
 // deadline, pairs a connection's two streams by token, and queues complete requests for
 // rpma_ep_next_conn_req. Sockets that stay silent or speak nonsense are closed. When accept runs
-// out of descriptors or memory the listener backs off instead of spinning (AcceptBackoff).
+// out of descriptors or memory the listener backs off instead of spinning (AcceptBackoff). With
+// a StreamUpgrade (upgrade.h) it also takes the clients' offers to move off tcp.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +13,9 @@
 #include "common/fd.h"
 #include "common/fd_queue.h"
 #include "provider/provider.h"
-#include "provider/shm/offer_desk.h"
 #include "provider/soft/accept_backoff.h"
 #include "provider/soft/engine.h"
+#include "provider/tcp/upgrade.h"
 #include "provider/tcp/wire.h"
 
 namespace rpma::tcp {
@@ -24,7 +25,7 @@ struct IncomingConn {
     Fd join;
     uint32_t qp_num = 0;
     std::vector<uint8_t> pdata;
-    std::shared_ptr<shm::Link> shm;  // the client's offer, taken: accept moves onto it
+    std::shared_ptr<UpgradeLink> upgrade;  // the client's offer, taken: accept moves onto it
 };
 
 // A request taken from the listener; rejected when destroyed unaccepted.
@@ -44,7 +45,8 @@ class Listener final : public prov::Listener,
     // Hello parser on the calling thread. Returns how many requests were queued (0 or 1).
     static int fuzz_hello(Engine *engine, const uint8_t *data, size_t size);
 
-    static int create(Engine *engine, const char *addr, const char *port,
+    // upgrade: takes offers off tcp (nullptr: none).
+    static int create(Engine *engine, StreamUpgrade *upgrade, const char *addr, const char *port,
                       std::shared_ptr<Listener> *out);
     ~Listener() override;
 
@@ -69,7 +71,7 @@ class Listener final : public prov::Listener,
         Fd main, join;
         uint32_t qp_num = 0;
         std::vector<uint8_t> pdata;
-        bool shm_offered = false;
+        bool offered = false;  // the client offered to move off tcp
         Clock::time_point deadline;
     };
 
@@ -83,7 +85,7 @@ class Listener final : public prov::Listener,
     Fd lfd_;
     uint64_t lkey_ = 0;
     FdQueue<IncomingConn> requests_;
-    std::shared_ptr<shm::OfferDesk> desk_;  // nullptr: no shared memory on this endpoint
+    std::shared_ptr<UpgradeDesk> desk_;  // nullptr: this endpoint takes no offers
     // engine thread only
     std::unordered_map<int, Pending> pending_;
     std::unordered_map<uint64_t, Half> halves_;

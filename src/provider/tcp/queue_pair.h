@@ -1,9 +1,9 @@
-// The tcp provider's queue pair: the RC engine (rc/queue_pair.h) over two TCP streams, and the
-// connection set-up that opens them. The client connects both streams and sends a Hello on each
+// The tcp provider's queue pair: the RC engine (rc/queue_pair.h) over two TCP streams, set up by
+// its Connector (connector.h). The client connects both streams and sends a Hello on each
 // (wire.h); the listener pairs them by token and hands them to the server's queue pair, which
-// answers with a Reply on the main stream. Then both streams belong to the RC engine. Between
-// processes on one host both streams move onto shared memory instead (shm/link.h): the Reply
-// says so, and from then on the RC engine runs over the rings.
+// answers with a Reply on the main stream. Then both streams belong to the RC engine. Where the
+// Reply says so, both streams move off tcp first (upgrade.h: shared memory between processes of
+// one host), and from then on the RC engine runs over the upgrade's streams.
 #pragma once
 
 #include <sys/socket.h>
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "provider/rc/queue_pair.h"
-#include "provider/shm/link.h"
+#include "provider/tcp/connector.h"
 #include "provider/tcp/socket_stream.h"
-#include "provider/tcp/wire.h"
+#include "provider/tcp/upgrade.h"
 
 namespace rpma::tcp {
 
@@ -32,33 +32,31 @@ class QueuePair final : public rc::QueuePair {
     static void fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, FdQueue<rpma_conn_event> *events,
                           int kind, const uint8_t *data, size_t size);
 
+    // upgrade: the way off tcp this connection may take (nullptr: none).
     static std::shared_ptr<QueuePair> create(Engine *engine, MrTable *mrs, const QpConfig &cfg,
-                                             FdQueue<rpma_conn_event> *events);
+                                             FdQueue<rpma_conn_event> *events,
+                                             StreamUpgrade *upgrade = nullptr);
 
     // Client side: where connect() goes.
     void set_remote(const sockaddr_storage &addr, socklen_t len) noexcept {
-        remote_addr_ = addr;
-        remote_addr_len_ = len;
+        connector_.set_remote(addr, len);
     }
     // Client side: start connecting; the outcome arrives as an event.
     int connect(const void *pdata, uint8_t pdata_len) override;
     // Server side: take the request's two streams and accept with our private data.
     int accept(std::unique_ptr<prov::IncomingRequest> req, const void *pdata,
                uint8_t pdata_len) override;
-    static void reject(Fd &main);
 
   private:
-    QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events);
+    QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events,
+              StreamUpgrade *upgrade);
 
     static void post_requests(QueuePair &qp, const std::shared_ptr<Region> &region, char *local);
     void setup_events(Stream &s, uint32_t events) override;
     void handshake_out(Stream &s);
     void handshake_in();
-    // Client, before its main Hello: offers shared memory where the provider choice allows.
-    // False if the connection must fail (RPMA_PROVIDER=shm and no offer could be made).
-    bool make_offer(Hello &h);
-    // Both streams leave tcp for shm_'s rings; the control socket joins the engine.
-    bool move_to_shm();
+    // Both streams leave tcp for the connector's link; its control socket joins the engine.
+    bool move_to_upgrade();
     void other_events(int fd, uint32_t events) override;
     void stream_removed() override;
     std::shared_ptr<QueuePair> self() {
@@ -67,14 +65,8 @@ class QueuePair final : public rc::QueuePair {
 
     SocketStream main_sock_{&main_.fd};
     SocketStream join_sock_{&join_.fd};
-    sockaddr_storage remote_addr_{};
-    socklen_t remote_addr_len_ = 0;
-    uint64_t token_ = 0;
-    std::vector<uint8_t> local_pdata_;
-    Reply reply_{};
-    size_t reply_got_ = 0;
-    std::shared_ptr<shm::Link> shm_;    // the connection runs (or, client, may run) on it
-    std::atomic<uint64_t> ctl_key_{0};  // the control socket's registration
+    Connector connector_;
+    std::atomic<uint64_t> ctl_key_{0};  // the upgrade's control socket's registration
 };
 
 }  // namespace rpma::tcp
