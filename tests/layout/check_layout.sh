@@ -2,8 +2,9 @@
 # check_layout.sh SRC_DIR -- the provider seam (docs/architecture.md): src/core/ and src/api/
 # include nothing under src/provider/ but provider/provider.h, and nothing under src/provider/
 # includes src/core/ or src/api/; the RC engine (src/provider/rc/) and the software verbs pieces
-# (src/provider/soft/) include no transport (src/provider/tcp/). Prints every offending line;
-# exits 1 if there is one.
+# (src/provider/soft/) include no transport (src/provider/tcp/); and tcp includes nothing of shm,
+# which it reaches only through tcp/upgrade.h (docs/rc-rebuild.md, b2). Prints every offending
+# line; exits 1 if there is one.
 set -uo pipefail
 src=${1:?usage: check_layout.sh SRC_DIR}
 bad=0
@@ -23,6 +24,12 @@ side=$(grep -rnE '#include "provider/tcp/' "$src/provider/rc" "$src/provider/sof
 if [ -n "$side" ]; then
     echo "the RC engine or the soft pieces include a transport:"
     echo "$side"
+    bad=1
+fi
+over=$(grep -rnE '#include "provider/shm/' "$src/provider/tcp")
+if [ -n "$over" ]; then
+    echo "tcp/ includes shm/ (shm is reached only through tcp/upgrade.h):"
+    echo "$over"
     bad=1
 fi
 [ $bad -eq 0 ] && echo "provider seam: OK"
