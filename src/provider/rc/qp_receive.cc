@@ -185,7 +185,7 @@ void QueuePair::drive(int channel_fd) {
     // Holding rx_mu across the poll keeps the engine off the answer stream: one wake-up, not
     // two. The peer's requests are watched too; the engine serves them whenever no thread
     // waits here. The streams' fds are read under their locks: during set-up the engine may
-    // swap them (move_to_shm).
+    // swap them (tcp::QueuePair::move_to_upgrade).
     pollfd p[3] = {{channel_fd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0}};
     {
         std::lock_guard lk(s.mu);
