@@ -46,6 +46,11 @@ static inline void bench_lat_init(struct bench_lat *l) {
     if (!l->slots) abort();
 }
 
+static inline void bench_lat_free(struct bench_lat *l) {
+    free(l->slots);
+    l->slots = NULL;
+}
+
 static inline void bench_lat_add(struct bench_lat *l, uint64_t ns) {
     uint64_t i = ns / BENCH_LAT_STEP;
     l->slots[i < BENCH_LAT_SLOTS ? i : BENCH_LAT_SLOTS - 1]++;

@@ -340,6 +340,7 @@ static int initiator(const struct opts *o, pid_t child) {
         secs, (double)ops * (double)o->size / secs, (double)ops / secs);
     bench_lat_json(stdout, &lat);
     printf(",\"client_cpu_s\":%.4f,\"server_cpu_s\":%.4f}\n", (double)(cpu1 - cpu0) / 1e9, scpu);
+    bench_lat_free(&lat);
     fi_close(&ep->fid);
     fi_close(&mr->fid);
     fi_close(&cq->fid);

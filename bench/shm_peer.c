@@ -186,6 +186,7 @@ static int pingpong(const struct opts *o) {
     bench_lat_json(stdout, &lat);
     /* server: its whole CPU (it does nothing but the ping-pong) */
     printf(",\"client_cpu_s\":%.4f,\"server_cpu_s\":%.4f}\n", ns_s(cpu1 - cpu0), ns_s(scpu));
+    bench_lat_free(&lat);
     return 0;
 }
 

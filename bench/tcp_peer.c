@@ -192,6 +192,7 @@ static int client(const struct opts *o) {
         printf(",\"server_cpu_s\":%.4f}\n", (double)server_cpu / 1e9);
     else
         printf(",\"server_cpu_s\":null}\n");
+    bench_lat_free(&lat);
     free(buf);
     return 0;
 }
