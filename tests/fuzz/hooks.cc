@@ -57,7 +57,6 @@ void QueuePair::fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, FdQueue<rpma_con
         in->capacity = out->capacity = SIZE_MAX;
         s->owned_io = std::make_unique<rc::memio::MemStream>(in, out);
         s->io = s->owned_io.get();
-        s->buf.reset(new char[16 * 1024]);
         s->connected = true;
         s->rx_on = true;
     }

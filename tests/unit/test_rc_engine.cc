@@ -50,7 +50,6 @@ struct QpTestAccess {
         qp.main_.io = main;
         qp.join_.io = join;
         for (QueuePair::Stream *s : {&qp.main_, &qp.join_}) {
-            s->buf.reset(new char[16 * 1024]);
             s->connected = true;
             s->rx_on = true;
         }
@@ -76,7 +75,7 @@ struct QpTestAccess {
     static void resume(QueuePair &qp) { qp.resume_now(); }
     static bool in_error(QueuePair &qp) {
         std::lock_guard lk(qp.sq_mu_);
-        return qp.error_;
+        return qp.completer_.error();
     }
 };
 

@@ -28,8 +28,7 @@ void QueuePair::close_on_engine() {
     }
     {
         std::lock_guard lk(sq_mu_);
-        error_ = true;
-        outstanding_.clear();  // nobody is left to see their completions
+        completer_.abandon();  // nobody is left to see their completions
     }
     if (!graceful) {
         remove_stream(main_);
@@ -146,7 +145,7 @@ void QueuePair::fail_connect(rpma_conn_event ev) {
     }
     {
         std::lock_guard lk(sq_mu_);
-        flush_all_locked();
+        completer_.flush();
     }
     remove_stream(main_);
     remove_stream(join_);
@@ -165,14 +164,7 @@ void QueuePair::lost(const char *why, bool peer_end) {
         RPMA_LOG_NOTICE("connection lost: %s", why);
     {
         std::lock_guard lk(sq_mu_);
-        if (!error_ && !outstanding_.empty() && source_faulted(outstanding_.front().seq)) {
-            // a message half sent from a dead region ended the connection: it fails first, as
-            // the NIC reports it
-            Outstanding o = std::move(outstanding_.front());
-            outstanding_.pop_front();
-            push_send_wc(o, IBV_WC_LOC_PROT_ERR);
-        }
-        flush_all_locked();
+        completer_.lost();
     }
     if (!engine_->in_loop()) {
         // Readers stop at once; the engine removes the streams next (remove_streams).
@@ -238,7 +230,7 @@ void QueuePair::maybe_closed() {
     }
     {
         std::lock_guard lk(sq_mu_);
-        flush_all_locked();
+        completer_.flush();
     }
     remove_streams(true);  // a stream with frames left: the engine removes it once they are out
     post_event(RPMA_CONN_CLOSED);

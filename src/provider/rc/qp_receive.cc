@@ -13,7 +13,7 @@
 namespace rpma::rc {
 
 namespace {
-constexpr std::chrono::microseconds kRestOfMessageWait{20}, kAnswerWait{10};
+constexpr std::chrono::microseconds kAnswerWait{10};
 }  // namespace
 
 QueuePair::Stream *QueuePair::stream_of(int fd) noexcept {
@@ -351,138 +351,38 @@ void QueuePair::hand_back(Stream &s) {
     }
 }
 
-QueuePair::Step QueuePair::rx_payload(Stream &s, int &budget) {
-    // bytes already staged
-    size_t staged = s.tail - s.head;
-    if (staged && s.remaining) {
-        size_t take = static_cast<size_t>(std::min<uint64_t>(staged, s.remaining));
-        if (s.dst && !s.failed) {
-            RegionUse use(s.dst_region.get());
-            if (use.ok() || !s.dst_region)
-                std::memcpy(s.dst, s.buf.get() + s.head, take);
-            else
-                s.failed = true;
-        }
-        if (s.dst) s.dst += take;
-        s.head += take;
-        s.remaining -= take;
-    }
-    if (s.remaining == 0) {
-        payload_done(s);
-        return Step::kContinue;
-    }
-    if (budget-- <= 0) return Step::kBlock;  // nothing staged is left: the socket has the rest
-    // straight from the socket into the target, with the next header behind it
-    s.head = s.tail = 0;
-    iovec iov[2];
-    size_t want = static_cast<size_t>(std::min<uint64_t>(s.remaining, SIZE_MAX / 2));
-    bool discard = !s.dst || s.failed;
-    iov[0].iov_base = discard ? g_discard : s.dst;
-    iov[0].iov_len = discard ? std::min(want, sizeof(g_discard)) : want;
-    // Behind a large payload only the next header: the frame after it is likely large too, and
-    // goes straight to its target as well instead of through the staging buffer.
-    iov[1].iov_base = s.buf.get();
-    iov[1].iov_len = s.payload_len >= kDirectThreshold ? kHeaderSize : kStagingSize;
-    ssize_t n;
-    {
-        RegionUse use(discard ? nullptr : s.dst_region.get());
-        if (!discard && s.dst_region && !use.ok()) {
-            s.failed = true;
-            return Step::kContinue;
-        }
-        n = s.io->readv(iov, 2);
-    }
-    // the rest: the peer publishes a large write every 64 KiB, microseconds apart
-    if (n < 0 && errno == EAGAIN && s.io->await_input(kRestOfMessageWait)) return Step::kContinue;
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Step::kBlock;
-    if (n <= 0) {
-        if (!s.why) {  // the first cause: flush_tx may have shut the socket down
-            s.peer_end = ended_by_peer(n, errno);
-            s.why = n == 0 ? "the peer closed the connection mid-message" : strerror(errno);
-        }
-        return Step::kFatal;
-    }
-    size_t got = static_cast<size_t>(n);
-    size_t into_dst = std::min(got, iov[0].iov_len);
-    if (s.dst) s.dst += into_dst;
-    s.remaining -= into_dst;
-    s.tail = got - into_dst;
-    if (s.remaining == 0) payload_done(s);
-    return Step::kContinue;
-}
-
 void QueuePair::read_stream(Stream &s, ByteStream::Reader who) {
+    // The responder's handlers, for the reader (the completer has its own).
+    struct Requests {
+        QueuePair &qp;
+        Stream &s;
+        Step header(const FrameHeader &h) { return qp.responder_header(s, h); }
+        void placed(Payload p, bool failed, uint32_t len) { qp.payload_done(p, failed, len); }
+        // answers never wait across a system call: the peer may wait for them
+        bool before_recv() { return qp.answer_now(s); }
+    };
     s.io->reader(who);
-    Step st = read_frames(s);
+    Step st;
+    if (s.answers_in) {
+        st = completer_.read(*s.io, s.disc_rx);
+    } else {
+        Requests h{*this, s};
+        st = requests_rx_.read(*s.io, s.disc_rx, h);
+    }
     if (st == Step::kBlock) s.io->yielded();
     s.io->reader(ByteStream::Reader::kWaiter);
-    finish_read(s, st);
-}
-
-QueuePair::Step QueuePair::read_frames(Stream &s) {
-    bool responder = !s.answers_in;
-    int budget = kRxBudget;
-    Step st = Step::kContinue;
-    while (st == Step::kContinue) {
-        if (s.disc_rx) return Step::kStop;
-        if (s.rx == Rx::kPayload) {
-            st = rx_payload(s, budget);
-        } else if (s.tail - s.head >= kHeaderSize) {
-            st = take_header(s, responder);
-        } else if (budget-- <= 0) {
-            // Yield only with nothing complete staged: what is left is in the socket, so the
-            // level-triggered engine comes back for it.
-            st = Step::kBlock;
-        } else if (responder && !answer_now(s)) {
-            st = Step::kFatal;  // answers never wait across a system call: the peer may wait
-        } else {
-            st = fill_staging(s, budget);
+    if (st == Step::kFatal) {
+        // A protocol error names itself; the stream's end is the first cause (flush_tx may
+        // have shut it down).
+        const ReadEnd &e = s.answers_in ? completer_.end() : requests_rx_.end();
+        if (e.protocol) {
+            s.why = e.why;
+        } else if (!s.why) {
+            s.why = e.why;
+            s.peer_end = e.peer_end;
         }
     }
-    return st;
-}
-
-QueuePair::Step QueuePair::take_header(Stream &s, bool responder) {
-    FrameHeader h;
-    std::memcpy(&h, s.buf.get() + s.head, kHeaderSize);
-    Step st = responder ? responder_header(s, h) : completer_header(s, h);
-    if (st == Step::kStall) return st;  // the header stays staged for the retry
-    s.head += kHeaderSize;
-    if (st == Step::kContinue && s.payload != Payload::kNone) {
-        s.rx = Rx::kPayload;
-        if (s.remaining == 0) payload_done(s);
-    } else {
-        s.payload_len = 0;  // a frame without payload: small frames follow, stage them
-    }
-    return st;
-}
-
-QueuePair::Step QueuePair::fill_staging(Stream &s, int &budget) {
-    if (s.head > 0) {
-        std::memmove(s.buf.get(), s.buf.get() + s.head, s.tail - s.head);
-        s.tail -= s.head;
-        s.head = 0;
-    }
-    size_t room = kStagingSize - s.tail;
-    // After a large payload (read directly) only the rest of the header: its payload, likely
-    // large as well, then goes straight to its target rather than through a memcpy.
-    if (s.payload_len >= kDirectThreshold && s.tail < kHeaderSize) room = kHeaderSize - s.tail;
-    iovec into{s.buf.get() + s.tail, room};
-    ssize_t n = s.io->readv(&into, 1);
-    if (n > 0) {
-        s.tail += static_cast<size_t>(n);
-        // A short read drained the socket: after these frames, stop rather than pay for an
-        // EAGAIN; the level-triggered poll says when more arrives.
-        if (static_cast<size_t>(n) < room) budget = 0;
-        return Step::kContinue;
-    }
-    if (n < 0 && errno == EINTR) return Step::kContinue;
-    if (n < 0 && errno == EAGAIN) return Step::kBlock;
-    if (!s.why) {  // the first cause: flush_tx may have shut the socket down
-        s.peer_end = ended_by_peer(n, errno);
-        s.why = n == 0 ? "the peer closed the connection without a disconnect" : strerror(errno);
-    }
-    return Step::kFatal;
+    finish_read(s, st);
 }
 
 void QueuePair::finish_read(Stream &s, Step st) {

@@ -70,6 +70,17 @@ bool QueuePair::region_vanished(Stream &s, TxItem &it) {
     return true;
 }
 
+bool QueuePair::source_faulted(uint64_t seq) {
+    if (faults_.load(std::memory_order_acquire) == 0) return false;
+    Stream &s = req();
+    std::lock_guard lk(s.mu);
+    auto it = std::find(s.src_faults.begin(), s.src_faults.end(), seq);
+    if (it == s.src_faults.end()) return false;
+    s.src_faults.erase(it);
+    faults_.fetch_sub(1, std::memory_order_relaxed);
+    return true;
+}
+
 bool QueuePair::flush_tx(Stream &s) {
     while (!s.txq.empty()) {
         iovec iov[kMaxIov];

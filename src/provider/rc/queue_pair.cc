@@ -49,7 +49,8 @@ QueuePair::QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg,
       cfg_(cfg),
       events_(events),
       qp_num_(next_qp_num()),
-      rq_(cfg.rq_size) {}
+      rq_(cfg.rq_size),
+      completer_(sq_, sq_mu_, Completer::Target{cfg.cq, qp_num_, &remote_qp_}, *this) {}
 
 QueuePair::~QueuePair() = default;
 
@@ -60,7 +61,6 @@ void QueuePair::set_cq_driver(CqDriver *d) noexcept {
 }
 
 bool QueuePair::establish_stream(Stream &s, uint32_t events) {
-    s.buf.reset(new char[kStagingSize]);
     // The key is the stream's before the first event can come: the engine may run the whole
     // handshake before add() returns here, and the transport may swap the stream's fd then
     // (shm), which must find this registration to remove it.

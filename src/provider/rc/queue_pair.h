@@ -5,13 +5,15 @@
 // never the answers to our own. A transport (tcp/queue_pair.h) derives from it: it sets up the
 // two streams (connect, accept, its own handshake) and hands them over with establish_stream.
 //
-// Roles, after soft-RoCE, one file each: the requester (requester.cc) turns posted work requests
-// into frames on application threads; the responder (responder.cc) executes the peer's requests
-// against registered memory; the completer (completer.cc) matches answers to outstanding
-// requests and fills the CQ. The engine thread runs the responder; the completer runs there too,
-// or on an application thread that waits on or polls its CQ (drive, poll_once): whoever holds
-// a stream's rx_mu reads it. Frames go out in qp_transmit.cc, come in in qp_receive.cc;
-// tear-down is in qp_close.cc.
+// Roles, after soft-RoCE: the requester (requester.cc) turns posted work requests into frames on
+// application threads and into the send queue (SendQueue, send_queue.h); the responder
+// (responder.cc) executes the peer's requests against registered memory; the completer
+// (Completer, completer.h, an object of its own) reads the answers through its FrameReader,
+// completes the send queue in order and fills the CQ. The engine thread runs the responder;
+// the completer runs there too, or on an application thread that waits on or polls its CQ
+// (drive, poll_once): whoever holds a stream's rx_mu reads it. Frames go out in qp_transmit.cc,
+// come in in qp_receive.cc (both through a FrameReader, frame_reader.h); tear-down is in
+// qp_close.cc.
 //
 // Lock order (RankedMutex checks it in Debug and sanitizer builds):
 //   Stream::rx_mu (0) -> sq_mu_ (1) -> cm_mu_ (2) -> Stream::mu (3)
@@ -36,7 +38,10 @@
 #include "common/ranked_mutex.h"
 #include "provider/provider.h"
 #include "provider/rc/byte_stream.h"
+#include "provider/rc/completer.h"
 #include "provider/rc/frame.h"
+#include "provider/rc/frame_reader.h"
+#include "provider/rc/send_queue.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/engine.h"
 #include "provider/soft/recv_queue.h"
@@ -61,6 +66,7 @@ class QueuePair : public prov::QueuePair,
                   public Handler,
                   public RecvWaiter,
                   public CqDriver,
+                  public Completer::Host,
                   public std::enable_shared_from_this<QueuePair> {
   public:
     friend struct QpTestAccess;  // the unit tests (tests/unit/test_rc_engine.cc)
@@ -97,8 +103,7 @@ class QueuePair : public prov::QueuePair,
     // kClosing: deleted while established; the engine finishes the orderly close (our
     // Disconnect out, the peer's input drained) without touching the application's objects.
     enum class Cm { kIdle, kConnecting, kAwaitReply, kEstablished, kClosing, kDone };
-    enum class Rx { kHeader, kPayload };
-    enum class Payload { kNone, kWrite, kWriteImm, kSend, kReadResp, kDiscard };
+    using Step = rc::Step;
 
     struct TxItem {
         FrameHeader hdr;
@@ -117,16 +122,7 @@ class QueuePair : public prov::QueuePair,
         std::unique_ptr<ByteStream> owned_io;  // io, when the queue pair owns it
         uint64_t key = 0;
         bool answers_in = false;  // we send our requests here and read their answers
-        // rx: whoever holds rx_mu
-        std::unique_ptr<char[]> buf;
-        size_t head = 0, tail = 0;
-        Rx rx = Rx::kHeader;
-        Payload payload = Payload::kNone;
-        char *dst = nullptr;
-        uint64_t remaining = 0;
-        uint64_t payload_len = 0;
-        std::shared_ptr<Region> dst_region;
-        bool failed = false;        // payload target vanished: discard and fail the operation
+        // rx: whoever holds rx_mu (the frames: answers_rx_ or requests_rx_)
         bool stalled = false;       // a request waits: a receive, the peer's answer or our answers
         const char *why = nullptr;  // what ended the stream, for the log
         bool peer_end = false;      // why: the peer's kernel ended it (its process is gone)
@@ -157,19 +153,6 @@ class QueuePair : public prov::QueuePair,
         // under mu: a check found a thread inside a wait, which may last hours; the engine
         // sleeps meanwhile, and that thread's hand_back schedules the next check
         bool check_paused = false;
-    };
-
-    struct Outstanding {
-        uint64_t seq;
-        uint64_t wr_id;
-        Op op;
-        bool signaled;
-        char *dst;
-        uint32_t len;
-        std::shared_ptr<Region> dst_region;
-        bool local_error = false;  // completes with IBV_WC_LOC_PROT_ERR in its turn
-        // a read completes with its data; one with a local error was sent as an empty write
-        bool awaits_data() const noexcept { return op == Op::kRead && !local_error; }
     };
 
     QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events);
@@ -225,13 +208,9 @@ class QueuePair : public prov::QueuePair,
     void step_aside(Stream &s);
     void lend_check_due(Stream &s);  // s.mu held: the engine checks s kLendCheck from now
     void check_lent();  // engine thread: takes back a lent stream nobody waited on since
-    enum class Step { kContinue, kBlock, kStall, kFatal, kStop };
-    Step read_frames(Stream &s);                  // s.rx_mu held: until blocked, stalled or done
-    Step take_header(Stream &s, bool responder);  // s.rx_mu held: the staged header
-    Step fill_staging(Stream &s, int &budget);    // s.rx_mu held: one recv into the staging buffer
-    void finish_read(Stream &s, Step st);         // s.rx_mu held: answers out, stall, end
-    Step rx_payload(Stream &s, int &budget);      // spends budget only on system calls
-    void payload_done(Stream &s);
+    void finish_read(Stream &s, Step st);  // s.rx_mu held: answers out, stall, end
+    // resp().rx_mu held: a payload of the peer's requests is placed (failed: not all of it)
+    void payload_done(Payload p, bool failed, uint32_t len);
 
     // responder (engine thread, s.rx_mu held): rxe_resp's states, in the order they run
     enum class RespState {
@@ -263,7 +242,7 @@ class QueuePair : public prov::QueuePair,
     RespState get_request(RespCtx &c);
     RespState resp_fatal(RespCtx &c, const char *why);
     RespState execute(RespCtx &c);
-    Step discard_payload(Stream &s, const FrameHeader &h);
+    Step discard_payload(const FrameHeader &h);
     // The rkey check a NIC makes: the region exists, allows the usage the request needs
     // (required_usage) and holds the range. A 0-byte request touches nothing and passes.
     bool access_ok(const FrameHeader &h, std::shared_ptr<Region> *region) const;
@@ -274,43 +253,14 @@ class QueuePair : public prov::QueuePair,
     RespState execute_atomic_write(RespCtx &c);
     RespState execute_flush(RespCtx &c);
 
-    // completer
-    // completer (s.rx_mu held; sq_mu_ from kCheckSeq on): rxe_comp's states, in order
-    enum class CompState {
-        kGetAnswer,       // ACK, NAK or read data, or the peer's Disconnect
-        kCheckSeq,        // answers only a request that was sent
-        kCheckState,      // in the error state all is flushed: read data is skipped
-        kCompleteBefore,  // every earlier request is done (RC order)
-        kCheckAck,        // an ACK is done here
-        kCheckOrder,      // a NAK or read data answers the oldest request
-        kNak,             // it fails with the NAK's status, and the rest are flushed
-        kReadData,        // the data goes to the read's destination
-        kDone,
-    };
-    struct CompCtx {
-        Stream &s;
-        const FrameHeader &h;
-        Op op;
-        Step result;
-    };
-    Step completer_header(Stream &s, const FrameHeader &h);
-    CompState completer_step(CompCtx &c, CompState st);
-    CompState comp_fatal(CompCtx &c, const char *why);
-    void skip_read_data(CompCtx &c);
-    CompState complete_before(CompCtx &c);
-    CompState read_data(CompCtx &c);
-
     // completions
-    void complete_front(ibv_wc_status st);  // sq_mu_ held
-    void advance_locked();                  // sq_mu_ held: apply peer_acked_
-    bool source_faulted(uint64_t seq);      // sq_mu_ held
-    Step apply_peer_ack(uint64_t ack);      // responder, before a request
-    void resume_responder();                // any thread: re-run a stalled request
-    void resume_now();                      // engine thread
-    void push_send_wc(const Outstanding &o, ibv_wc_status st);
+    // Completer::Host: sq_mu_ held, a request's source was deregistered before it was sent
+    bool source_faulted(uint64_t seq) override;
+    void flush_receives() override;    // Completer::Host: sq_mu_ held, the error state
+    void resume_responder() override;  // any thread: re-run a stalled request
+    void resume_now();                 // engine thread
     void push_recv_wc(const prov::RecvWr &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t len,
                       bool with_imm, uint32_t imm);
-    void flush_all_locked();           // sq_mu_ held: the QP enters the error state
     void fail_recv(ibv_wc_status st);  // the receive taken for the current message fails
     void nak(uint64_t seq, NakStatus st);
 
@@ -334,7 +284,6 @@ class QueuePair : public prov::QueuePair,
     static bool answers_block(const Stream &s, bool modifies) noexcept;
     static bool take_drained(Stream &s) noexcept;  // s.mu held: a drain_wait request may go on
     bool absorb_queued_nak();                      // engine thread; true if one was queued
-    void wake_ack_waiter_locked();                 // sq_mu_ held, after completions
     void remove_stream(Stream &s);
     // Both streams leave the engine (only those with nothing queued to send if idle_only): now
     // on the engine thread, on its next turn from any other (the caller may hold an rx_mu).
@@ -358,16 +307,12 @@ class QueuePair : public prov::QueuePair,
     Clock::time_point deadline_{};       // under cm_mu_: set-up or linger timeout
     std::vector<uint8_t> remote_pdata_;  // set before ESTABLISHED is queued, read after it
 
-    RankedMutex sq_mu_{kSqRank};  // requester and completer state
-    bool error_ = false;
-    uint64_t next_seq_ = 1;
-    std::deque<Outstanding> outstanding_;
-    uint32_t unreclaimed_ = 0;                // unsignaled WRs done but still holding SQ slots
-    uint32_t unsignaled_run_ = 0;             // unsignaled WRs posted since the last ACK request
-    uint64_t peer_acked_ = 0;                 // the peer executed our requests up to here
-    std::atomic<uint64_t> ack_applied_{0};    // acks up to here need no work
-    std::atomic<uint32_t> faults_{0};         // entries in req().src_faults
-    std::atomic<bool> resp_wait_ack_{false};  // the responder waits for the completer
+    RankedMutex sq_mu_{kSqRank};       // the send queue, the requester's and completer's state
+    SendQueue sq_;                     // under sq_mu_
+    uint32_t unsignaled_run_ = 0;      // unsignaled WRs posted since the last ACK request
+    std::atomic<uint32_t> faults_{0};  // entries in req().src_faults
+    // the answers to our requests; reads req() under its rx_mu
+    Completer completer_;
 
     // Responder state: whoever holds resp().rx_mu runs the responder (the engine thread, or an
     // application thread waiting on or polling the CQ). What the engine's disconnect and close
@@ -392,6 +337,7 @@ class QueuePair : public prov::QueuePair,
 
     Stream main_;
     Stream join_;
+    FrameReader requests_rx_;  // the peer's requests; resp().rx_mu held
 };
 
 }  // namespace rpma::rc

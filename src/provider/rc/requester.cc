@@ -38,26 +38,23 @@ int QueuePair::post_send(prov::SendWr wr) {
         RPMA_LOG_ERROR("the connection is not established yet");
         return RPMA_E_PROVIDER;
     }
-    if (error_ || cm == Cm::kDone || cm == Cm::kClosing || disc) {
+    if (completer_.error() || cm == Cm::kDone || cm == Cm::kClosing || disc) {
         // as verbs: a QP in the error state takes the request and flushes it
-        push_send_wc(Outstanding{0, wr.wr_id, op, wr.signaled, nullptr, 0, nullptr},
-                     IBV_WC_WR_FLUSH_ERR);
+        completer_.flush_post(wr.wr_id, op, wr.signaled);
         return 0;
     }
-    if (outstanding_.size() + unreclaimed_ >= cfg_.sq_size) {
+    if (sq_.outstanding() + completer_.unreclaimed() >= cfg_.sq_size) {
         RPMA_LOG_ERROR(
             "send queue full (%u entries: %zu in flight from #%llu, %u done "
             "unsignaled); signal a completion more often",
-            cfg_.sq_size, outstanding_.size(),
-            static_cast<unsigned long long>(outstanding_.empty() ? 0 : outstanding_.front().seq),
-            unreclaimed_);
+            cfg_.sq_size, sq_.outstanding(),
+            static_cast<unsigned long long>(sq_.empty() ? 0 : sq_.front().seq),
+            completer_.unreclaimed());
         return RPMA_E_PROVIDER;
     }
-    uint64_t seq = next_seq_++;
     bool is_read = op == Op::kRead;
-    outstanding_.push_back(Outstanding{seq, wr.wr_id, op, wr.signaled, is_read ? wr.local : nullptr,
-                                       wr.len, is_read ? std::move(local_region) : nullptr,
-                                       wr.local_fault});
+    uint64_t seq = sq_.post(Wqe{0, wr.wr_id, op, wr.signaled, is_read ? wr.local : nullptr, wr.len,
+                                is_read ? std::move(local_region) : nullptr, wr.local_fault});
     FrameHeader h{};
     h.op = static_cast<uint8_t>(op);
     h.flags = wr.persistent ? kFlushPersistent : 0;
@@ -93,11 +90,11 @@ void QueuePair::send_request(std::unique_lock<RankedMutex> &sq, TxItem item) {
     // Frames already queued mean the socket is full and the engine sends on EPOLLOUT, or they
     // are corked; this one joins them (and goes out in the same sendmsg).
     bool idle = s.txq.empty();
-    // Corked: many requests are in flight and one whose answer will come has left (outstanding_
-    // holds a contiguous range of sequence numbers), so the thread that reads that answer sends
-    // this frame (finish_read), with every other posted by then, in one sendmsg. Set before
+    // Corked: many requests are in flight and one whose answer will come has left (the send
+    // queue holds a contiguous range of sequence numbers), so the thread that reads that answer
+    // sends this frame (finish_read), with every other posted by then, in one sendmsg. Set before
     // sq_mu_ is released: that reader completes the answer under sq_mu_ and then sees it.
-    if (idle && outstanding_.size() >= kCorkDepth && outstanding_.front().seq <= s.answer_due) {
+    if (idle && sq_.outstanding() >= kCorkDepth && sq_.front().seq <= s.answer_due) {
         idle = false;
         s.corked.store(true, std::memory_order_release);
     }
@@ -117,7 +114,7 @@ int QueuePair::post_recv(prov::RecvWr r) {
     bool err;
     {
         std::lock_guard lk(sq_mu_);
-        err = error_;
+        err = completer_.error();
     }
     if (err) {
         push_recv_wc(r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0);

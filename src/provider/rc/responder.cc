@@ -1,5 +1,6 @@
 // The responder: the peer's requests are checked and executed against registered memory
 // (engine thread, or a thread driving the stream), and answered.
+#include <arpa/inet.h>
 #include <sys/socket.h>
 
 #include "common/log.h"
@@ -26,7 +27,7 @@ void QueuePair::nak(uint64_t seq, NakStatus st) {
     }
     // The responder's QP goes to the error state too, as an RC QP does.
     std::lock_guard lk(sq_mu_);
-    flush_all_locked();
+    completer_.flush();
 }
 
 // The responder runs one request header through the states of rxe_resp (rxe_resp.c), each
@@ -54,7 +55,9 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
             return resp_fatal(c, "protocol error: oversized request");
         case RespState::kApplyAck:
             // The peer's acknowledgement first: its request may react to a completion of ours.
-            c.result = apply_peer_ack(h.ack);
+            c.result = completer_.apply_peer_ack(h.ack);
+            if (c.result == Step::kFatal)
+                c.s.why = "protocol error: acknowledgement of a request never sent";
             if (c.result != Step::kContinue) return RespState::kDone;
             absorb_queued_nak();
             return RespState::kCheckState;
@@ -93,7 +96,7 @@ QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
             nak(c.seq, NakStatus::kOperation);
             return RespState::kDrop;
         case RespState::kDrop:
-            c.result = discard_payload(c.s, h);
+            c.result = discard_payload(h);
             return RespState::kDone;
         case RespState::kDone:
             break;
@@ -135,11 +138,8 @@ QueuePair::RespState QueuePair::execute(RespCtx &c) {
     }
 }
 
-QueuePair::Step QueuePair::discard_payload(Stream &s, const FrameHeader &h) {
-    if (op_info(static_cast<Op>(h.op)).payload) {
-        s.payload = Payload::kDiscard;
-        s.remaining = s.payload_len = h.length;
-    }
+QueuePair::Step QueuePair::discard_payload(const FrameHeader &h) {
+    if (op_info(static_cast<Op>(h.op)).payload) requests_rx_.discard(h.length);
     return Step::kContinue;
 }
 
@@ -166,10 +166,9 @@ QueuePair::RespState QueuePair::execute_write(RespCtx &c) {
     }
     pending_seq_ = c.seq;
     pending_wants_ack_ = h.flags & kAckRequested;
-    c.s.payload = imm ? Payload::kWriteImm : Payload::kWrite;
-    c.s.dst = c.region ? reinterpret_cast<char *>(h.addr) : nullptr;
-    c.s.dst_region = std::move(c.region);
-    c.s.remaining = c.s.payload_len = h.length;
+    char *dst = c.region ? reinterpret_cast<char *>(h.addr) : nullptr;
+    requests_rx_.expect(imm ? Payload::kWriteImm : Payload::kWrite, dst, std::move(c.region),
+                        h.length);
     return RespState::kDone;
 }
 
@@ -185,11 +184,10 @@ QueuePair::RespState QueuePair::execute_send(RespCtx &c) {
         fail_recv(IBV_WC_LOC_LEN_ERR);
         return RespState::kErrInvalid;
     }
-    c.s.payload = Payload::kSend;
-    c.s.dst = cur_recv_->ptr;
-    c.s.dst_region = std::static_pointer_cast<Region>(cur_recv_->region);  // the domain's
-    c.s.failed = !cur_recv_->usable;  // checked as a NIC checks the lkey: on arrival
-    c.s.remaining = c.s.payload_len = h.length;
+    // the region is the domain's; usable is checked as a NIC checks the lkey: on arrival
+    requests_rx_.expect(Payload::kSend, cur_recv_->ptr,
+                        std::static_pointer_cast<Region>(cur_recv_->region), h.length,
+                        !cur_recv_->usable);
     return RespState::kDone;
 }
 
@@ -233,55 +231,46 @@ QueuePair::RespState QueuePair::execute_flush(RespCtx &c) {
     return RespState::kDone;
 }
 
-void QueuePair::payload_done(Stream &s) {
-    Payload p = s.payload;
-    bool failed = s.failed;
-    s.payload = Payload::kNone;
-    s.rx = Rx::kHeader;
-    s.dst = nullptr;
-    s.dst_region.reset();
-    s.failed = false;
-    uint32_t len = static_cast<uint32_t>(s.payload_len);
-    switch (p) {
-        case Payload::kWrite:
-        case Payload::kWriteImm:
-        case Payload::kSend: {
-            if (failed) {
-                // Not all of it was placed (region deregistered, or a receive buffer it may not
-                // use): the receive fails here, and the requester hears it was not done.
-                RPMA_LOG_WARNING("%s", p == Payload::kSend ? "receive buffer not usable"
-                                                           : "write target deregistered mid-write");
-                fail_recv(p == Payload::kSend ? IBV_WC_LOC_PROT_ERR : IBV_WC_WR_FLUSH_ERR);
-                nak(pending_seq_, p == Payload::kSend ? NakStatus::kOperation : NakStatus::kAccess);
-                break;
-            }
-            // Executed: the ACK state moves before the application can see the receive, so
-            // anything it posts in reaction carries this acknowledgement.
-            resp_seq_.store(pending_seq_, std::memory_order_release);
-            if (pending_wants_ack_) ack_wanted_.store(true);
-            if (cur_recv_) {
-                ibv_wc_opcode op = p == Payload::kSend ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM;
-                push_recv_wc(*cur_recv_, IBV_WC_SUCCESS, op, len, cur_has_imm_, cur_imm_);
-                cur_recv_.reset();
-            }
-            break;
-        }
-        case Payload::kReadResp: {
-            std::lock_guard lk(sq_mu_);
-            if (error_ || outstanding_.empty()) break;
-            if (failed) {
-                complete_front(IBV_WC_LOC_PROT_ERR);  // its destination was deregistered
-                flush_all_locked();
-                break;
-            }
-            complete_front(IBV_WC_SUCCESS);
-            advance_locked();  // what the peer acknowledged behind this read
-            wake_ack_waiter_locked();
-            break;
-        }
-        default:
-            break;
+void QueuePair::payload_done(Payload p, bool failed, uint32_t len) {
+    if (p != Payload::kWrite && p != Payload::kWriteImm && p != Payload::kSend) return;  // dropped
+    if (failed) {
+        // Not all of it was placed (region deregistered, or a receive buffer it may not use):
+        // the receive fails here, and the requester hears it was not done.
+        RPMA_LOG_WARNING("%s", p == Payload::kSend ? "receive buffer not usable"
+                                                   : "write target deregistered mid-write");
+        fail_recv(p == Payload::kSend ? IBV_WC_LOC_PROT_ERR : IBV_WC_WR_FLUSH_ERR);
+        nak(pending_seq_, p == Payload::kSend ? NakStatus::kOperation : NakStatus::kAccess);
+        return;
     }
+    // Executed: the ACK state moves before the application can see the receive, so anything it
+    // posts in reaction carries this acknowledgement.
+    resp_seq_.store(pending_seq_, std::memory_order_release);
+    if (pending_wants_ack_) ack_wanted_.store(true);
+    if (cur_recv_) {
+        ibv_wc_opcode op = p == Payload::kSend ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM;
+        push_recv_wc(*cur_recv_, IBV_WC_SUCCESS, op, len, cur_has_imm_, cur_imm_);
+        cur_recv_.reset();
+    }
+}
+
+void QueuePair::push_recv_wc(const prov::RecvWr &r, ibv_wc_status st, ibv_wc_opcode op,
+                             uint32_t len, bool with_imm, uint32_t imm) {
+    ibv_wc wc{};
+    wc.wr_id = r.wr_id;
+    wc.status = st;
+    wc.opcode = op;
+    wc.byte_len = len;
+    wc.qp_num = qp_num_;
+    wc.src_qp = remote_qp_;
+    if (with_imm) {
+        wc.wc_flags = IBV_WC_WITH_IMM;
+        wc.imm_data = htonl(imm);
+    }
+    cfg_.recv_cq->push(wc);
+}
+
+void QueuePair::flush_receives() {
+    for (auto &r : rq_.drain()) push_recv_wc(r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0);
 }
 
 void QueuePair::resume_responder() {
@@ -309,7 +298,7 @@ void QueuePair::fail_recv(ibv_wc_status st) {
     if (!cur_recv_) return;
     // The error state first: whatever the application posts once it sees this is flushed.
     std::lock_guard lk(sq_mu_);
-    error_ = true;
+    completer_.set_error();
     push_recv_wc(*cur_recv_, st, IBV_WC_RECV, 0, false, 0);
     cur_recv_.reset();
 }
@@ -334,7 +323,7 @@ bool QueuePair::absorb_queued_nak() {
     if (!resp().nak_queued.exchange(false)) return false;
     resp_error_ = true;
     std::lock_guard lk(sq_mu_);
-    flush_all_locked();
+    completer_.flush();
     return true;
 }
 
