@@ -6,10 +6,12 @@
 #include <librpma.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -73,6 +75,11 @@ struct QpTestAccess {
         }
     }
     static void resume(QueuePair &qp) { qp.resume_now(); }
+    // Reads the peer's requests only, as the engine's responder does.
+    static void serve(QueuePair &qp) {
+        std::lock_guard rl(qp.resp().rx_mu);
+        qp.read_stream(qp.resp());
+    }
     static bool in_error(QueuePair &qp) {
         std::lock_guard lk(qp.sq_mu_);
         return qp.completer_.error();
@@ -492,6 +499,73 @@ TEST_F(RcEngineWriteErrorTest, AWriteErrorAPostFindsEndsTheConnection) {
     auto e = client_.events.try_pop();
     ASSERT_TRUE(e.has_value());
     EXPECT_EQ(*e, RPMA_CONN_LOST);
+}
+
+// A stream whose next write, once armed, stops until the test releases it: a handshake, no
+// sleep, puts the test inside the responder between two of its steps.
+class GatedWrites final : public ByteStream {
+  public:
+    explicit GatedWrites(ByteStream *s) noexcept : s_(s) {}
+    ssize_t writev(const iovec *iov, int n) override {
+        if (armed.exchange(false)) {
+            entered.set_value();
+            release.get_future().wait();
+        }
+        return s_->writev(iov, n);
+    }
+    ssize_t readv(const iovec *iov, int n) override { return s_->readv(iov, n); }
+    void shutdown(int how) override { s_->shutdown(how); }
+    Wait wait(uint32_t want) noexcept override { return s_->wait(want); }
+    std::atomic<bool> armed{false};
+    std::promise<void> entered, release;
+
+  private:
+    ByteStream *s_;
+};
+
+class RcEngineGatedAnswerTest : public RcEngineTest {
+  protected:
+    void SetUp() override {
+        RcEngineTest::SetUp();
+        io_ = std::make_unique<GatedWrites>(streams_[2].get());  // the server's answers
+        QpTestAccess::establish(*server_.qp, false, io_.get(), streams_[3].get());
+    }
+    prov::SendWr server_write(uint64_t id) {
+        prov::SendWr w;
+        w.op = prov::WrOp::kWrite;
+        w.wr_id = id;
+        w.local = server_.mem.data();
+        w.len = 8;
+        w.local_region = server_.region;
+        w.raddr = reinterpret_cast<uintptr_t>(client_.mem.data());
+        w.rkey = client_.region->rkey();
+        return w;
+    }
+    std::unique_ptr<GatedWrites> io_;  // outlives TearDown's close
+};
+
+// A failed receive puts the queue pair in the error state, and a request posted from then on
+// completes (flushed) after every older one, even while the NAK is still on its way out (the
+// step-(c) gap: the error flag was set, and sq_mu_ released, before the NAK's flush).
+TEST_F(RcEngineGatedAnswerTest, APostAfterAFailedReceiveCompletesAfterOlderRequests) {
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 10)), 0);
+    ASSERT_EQ(server_.qp->post_send(server_write(22)), 0);  // never answered: the client waits
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kSend, 11, 0, 100, 0)), 0);  // too long
+    io_->armed = true;  // the NAK's write stops
+    auto served = std::async(std::launch::async, [&] { QpTestAccess::serve(*server_.qp); });
+    ASSERT_EQ(io_->entered.get_future().wait_for(std::chrono::seconds(20)),
+              std::future_status::ready);
+    ASSERT_EQ(server_.qp->post_send(server_write(23)), 0);
+    io_->release.set_value();
+    served.get();
+    std::vector<std::pair<uint64_t, ibv_wc_status>> got;
+    ibv_wc wc[4];
+    int n = 0;
+    ASSERT_EQ(server_.cq->get_wc(4, wc, &n), 0);
+    for (int i = 0; i < n; ++i) got.emplace_back(wc[i].wr_id, wc[i].status);
+    std::vector<std::pair<uint64_t, ibv_wc_status>> want{
+        {21, IBV_WC_LOC_LEN_ERR}, {22, IBV_WC_WR_FLUSH_ERR}, {23, IBV_WC_WR_FLUSH_ERR}};
+    EXPECT_EQ(got, want);
 }
 
 // A malformed frame ends the connection (LOST) and never reaches memory.

@@ -88,13 +88,12 @@ void QueuePair::settle_for_close(Stream &s) {
             ++it;
         }
     }
-    if (answers && !resp_error_) {
-        uint64_t last = std::min(resp_seq_.load(), limit);
-        if (last > resp_acked_) {
+    if (answers) {
+        if (uint64_t last = responder_.unacked(limit)) {
             FrameHeader a{};
             a.op = static_cast<uint8_t>(Op::kAck);
             a.aux = last;
-            resp_acked_ = last;
+            responder_.answered(last);
             // before a Disconnect already queued, so the peer counts it
             auto pos = std::find_if(s.txq.begin(), s.txq.end(), [](const TxItem &t) {
                 return t.hdr.op == static_cast<uint8_t>(Op::kDisconnect);
@@ -191,7 +190,7 @@ void QueuePair::send_disconnect() {
     disc_done_ = true;
     for (Stream *s : {&main_, &join_}) {
         std::lock_guard lk(s->mu);
-        if (s == &resp() && !resp_error_ && resp_seq_ > resp_acked_) append_ack(*s);
+        if (s == &resp() && responder_.unacked()) append_ack(*s);
         enqueue(*s, TxItem{h, nullptr, 0, nullptr});
         flush_tx(*s);
     }

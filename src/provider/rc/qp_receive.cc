@@ -144,7 +144,7 @@ bool QueuePair::on_writable(Stream &s, bool engine) {
         lost(s, "send failed");  // not under s.mu: lost() takes it
         return false;
     }
-    if (&s == &resp()) absorb_queued_nak();
+    if (&s == &resp()) responder_.absorb_queued_nak();
     if (drained) {
         // the request waiting for our answers to leave
         if (engine)
@@ -326,10 +326,9 @@ void QueuePair::serve_requests(ByteStream::Reader who) {
         if (go && waiter_serves_.load(std::memory_order_relaxed) && !r.io->doorbell())
             step_aside(r);
     }
-    uint64_t before = resp_seq_.load(std::memory_order_relaxed);
+    uint64_t before = responder_.executed();
     if (go) read_stream(r, who);
-    if (resp_seq_.load(std::memory_order_relaxed) != before)
-        waiter_serves_.store(true, std::memory_order_relaxed);
+    if (responder_.executed() != before) waiter_serves_.store(true, std::memory_order_relaxed);
     rl.unlock();
     hand_back(r);  // on every path, as in poll_once
 }
@@ -352,29 +351,14 @@ void QueuePair::hand_back(Stream &s) {
 }
 
 void QueuePair::read_stream(Stream &s, ByteStream::Reader who) {
-    // The responder's handlers, for the reader (the completer has its own).
-    struct Requests {
-        QueuePair &qp;
-        Stream &s;
-        Step header(const FrameHeader &h) { return qp.responder_header(s, h); }
-        void placed(Payload p, bool failed, uint32_t len) { qp.payload_done(p, failed, len); }
-        // answers never wait across a system call: the peer may wait for them
-        bool before_recv() { return qp.answer_now(s); }
-    };
     s.io->reader(who);
-    Step st;
-    if (s.answers_in) {
-        st = completer_.read(*s.io, s.disc_rx);
-    } else {
-        Requests h{*this, s};
-        st = requests_rx_.read(*s.io, s.disc_rx, h);
-    }
+    Step st = s.answers_in ? completer_.read(*s.io, s.disc_rx) : responder_.read(*s.io, s.disc_rx);
     if (st == Step::kBlock) s.io->yielded();
     s.io->reader(ByteStream::Reader::kWaiter);
     if (st == Step::kFatal) {
         // A protocol error names itself; the stream's end is the first cause (flush_tx may
         // have shut it down).
-        const ReadEnd &e = s.answers_in ? completer_.end() : requests_rx_.end();
+        const ReadEnd &e = s.answers_in ? completer_.end() : responder_.end();
         if (e.protocol) {
             s.why = e.why;
         } else if (!s.why) {
@@ -391,7 +375,7 @@ void QueuePair::finish_read(Stream &s, Step st) {
         if (!s.disc_rx) lost(s, "protocol error");
         return;
     }
-    if (responder && !answer_now(s)) {
+    if (responder && !answer_now()) {
         lost(s, "send failed");
         return;
     }
@@ -419,7 +403,7 @@ void QueuePair::finish_read(Stream &s, Step st) {
         lost(s, "send failed");  // not under s.mu: lost() takes it
         return;
     }
-    if (responder) absorb_queued_nak();
+    if (responder) responder_.absorb_queued_nak();
     if (retry) resume_responder();
     if (s.disc_rx) maybe_closed();
 }

@@ -187,9 +187,7 @@ void QueuePair::send_frame(Stream &s, const FrameHeader &h) {
 }
 
 void QueuePair::append_ack(Stream &s) {
-    uint64_t seq = resp_seq_.load(std::memory_order_relaxed);
-    resp_acked_ = seq;
-    ack_wanted_ = false;
+    uint64_t seq = responder_.take_ack();
     // ACKs are cumulative: one still waiting in the queue is raised instead of adding another,
     // so a peer that does not read its answers cannot grow the queue with them.
     if (!s.txq.empty() && s.txq.back().hdr.op == static_cast<uint8_t>(Op::kAck) &&
@@ -203,10 +201,49 @@ void QueuePair::append_ack(Stream &s) {
     enqueue(s, TxItem{a, nullptr, 0, nullptr});
 }
 
-bool QueuePair::answer_now(Stream &s) {
+bool QueuePair::answer_now() {
+    Stream &s = resp();
     std::lock_guard lk(s.mu);
-    if (ack_wanted_ && resp_seq_ > resp_acked_ && !resp_error_) append_ack(s);
+    if (responder_.ack_owed()) append_ack(s);
     return s.txq.empty() || flush_tx(s);
+}
+
+bool QueuePair::queue_answer(const FrameHeader &h, const char *data, std::shared_ptr<Region> region,
+                             bool batch) {
+    Stream &s = resp();
+    std::lock_guard lk(s.mu);
+    responder_.answered(h.aux);
+    enqueue(s, TxItem{h, data, h.length, std::move(region)});
+    return (batch && s.txq.size() < kAnswersPerSend) || flush_tx(s);
+}
+
+bool QueuePair::answers_block(const Stream &s, bool modifies) noexcept {
+    return s.txq.size() >= kMaxQueuedAnswers || (modifies && s.data_items > 0);
+}
+
+bool QueuePair::take_drained(Stream &s) noexcept {
+    if (!s.drain_wait || answers_block(s, true)) return false;
+    s.drain_wait = false;
+    return true;
+}
+
+QueuePair::Step QueuePair::wait_for_answers(bool modifies) {
+    Stream &s = resp();
+    {
+        std::lock_guard lk(s.mu);  // the engine may be sending answers (EPOLLOUT)
+        if (!answers_block(s, modifies)) return Step::kContinue;
+    }
+    if (!answer_now()) return Step::kFatal;
+    std::lock_guard lk(s.mu);
+    if (!answers_block(s, modifies)) return Step::kContinue;
+    // Flow control instead of copies: the request stays staged until EPOLLOUT drains the
+    // answers (on_events), and meanwhile nothing more is read from this peer.
+    s.drain_wait = true;
+    if (!s.want_out) {
+        s.want_out = true;
+        update_mask(s);
+    }
+    return Step::kStall;
 }
 
 }  // namespace rpma::rc

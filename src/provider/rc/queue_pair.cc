@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 
 #include "provider/rc/qp_internal.h"
 
@@ -50,7 +51,8 @@ QueuePair::QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg,
       events_(events),
       qp_num_(next_qp_num()),
       rq_(cfg.rq_size),
-      completer_(sq_, sq_mu_, Completer::Target{cfg.cq, qp_num_, &remote_qp_}, *this) {}
+      completer_(sq_, sq_mu_, Completer::Target{cfg.cq, qp_num_, &remote_qp_}, *this),
+      responder_(mrs, Responder::Target{cfg.recv_cq, qp_num_, &remote_qp_}, *this) {}
 
 QueuePair::~QueuePair() = default;
 
@@ -87,6 +89,47 @@ bool QueuePair::establish_stream(Stream &s, uint32_t events) {
     // registration existed: it goes now. The failure is the connection's, not this call's.
     if (added) engine_->remove(key);
     return true;
+}
+
+std::optional<prov::RecvWr> QueuePair::take_recv() {
+    RecvQueue *q = cfg_.srq ? cfg_.srq : &rq_;
+    return q->take_or_wait(weak_from_this());
+}
+
+void QueuePair::enter_error(const prov::RecvWr *failed, ibv_wc_status st) {
+    // One hold of sq_mu_: a post finds the error state only once everything older is flushed.
+    std::lock_guard lk(sq_mu_);
+    if (failed) responder_.push_recv_wc(*failed, st, IBV_WC_RECV, 0, false, 0);
+    completer_.flush();
+}
+
+void QueuePair::flush_receives() {
+    for (auto &r : rq_.drain()) responder_.flush_recv(r);
+}
+
+void QueuePair::resume_responder() {
+    engine_->post([w = weak_from_this()] {
+        auto self = w.lock();
+        if (self && !self->closed_) self->resume_now();
+    });
+}
+
+void QueuePair::resume_now() {
+    if (!established()) return;
+    Stream &s = resp();
+    std::lock_guard rl(s.rx_mu);
+    {
+        std::lock_guard lk(s.mu);
+        if (!s.stalled) return;
+        s.stalled = false;
+        s.drain_wait = false;
+        update_mask(s);
+    }
+    read_stream(s);
+}
+
+void QueuePair::recv_posted() {
+    resume_responder();
 }
 
 }  // namespace rpma::rc

@@ -41,6 +41,7 @@
 #include "provider/rc/completer.h"
 #include "provider/rc/frame.h"
 #include "provider/rc/frame_reader.h"
+#include "provider/rc/responder.h"
 #include "provider/rc/send_queue.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/engine.h"
@@ -67,6 +68,7 @@ class QueuePair : public prov::QueuePair,
                   public RecvWaiter,
                   public CqDriver,
                   public Completer::Host,
+                  public Responder::Host,
                   public std::enable_shared_from_this<QueuePair> {
   public:
     friend struct QpTestAccess;  // the unit tests (tests/unit/test_rc_engine.cc)
@@ -122,7 +124,7 @@ class QueuePair : public prov::QueuePair,
         std::unique_ptr<ByteStream> owned_io;  // io, when the queue pair owns it
         uint64_t key = 0;
         bool answers_in = false;  // we send our requests here and read their answers
-        // rx: whoever holds rx_mu (the frames: answers_rx_ or requests_rx_)
+        // rx: whoever holds rx_mu (the frames: the completer or the responder)
         bool stalled = false;       // a request waits: a receive, the peer's answer or our answers
         const char *why = nullptr;  // what ended the stream, for the log
         bool peer_end = false;      // why: the peer's kernel ended it (its process is gone)
@@ -209,60 +211,19 @@ class QueuePair : public prov::QueuePair,
     void lend_check_due(Stream &s);  // s.mu held: the engine checks s kLendCheck from now
     void check_lent();  // engine thread: takes back a lent stream nobody waited on since
     void finish_read(Stream &s, Step st);  // s.rx_mu held: answers out, stall, end
-    // resp().rx_mu held: a payload of the peer's requests is placed (failed: not all of it)
-    void payload_done(Payload p, bool failed, uint32_t len);
-
-    // responder (engine thread, s.rx_mu held): rxe_resp's states, in the order they run
-    enum class RespState {
-        kGetRequest,      // a request, or the peer's Disconnect; anything else ends the stream
-        kCheckLength,     // no request moves more than kMaxOpLength (else the stream ends)
-        kApplyAck,        // the peer's piggybacked ACK completes our requests before this one
-        kCheckState,      // in the error state requests are dropped
-        kCheckOrder,      // our earlier answers leave first (RC order, flow control)
-        kCheckOpLength,   // the opcode's length rule (OpInfo::fixed_len)
-        kCheckRkey,       // region, usage and range (access_ok), for opcodes with an rkey
-        kCheckResources,  // a receive for a message; none posted: RNR wait (kStall)
-        kExecute,         // place, answer, store or persist (execute_*)
-        kErrAccess,       // NAK: remote access error
-        kErrInvalid,      // NAK: invalid request
-        kErrOperation,    // NAK: remote operation error
-        kDrop,            // skip the payload
-        kDone,
-    };
-    struct RespCtx {
-        Stream &s;
-        const FrameHeader &h;
-        Op op;
-        uint64_t seq;  // the request's sequence number, once it is in order
-        std::shared_ptr<Region> region;
-        Step result;
-    };
-    Step responder_header(Stream &s, const FrameHeader &h);
-    RespState responder_step(RespCtx &c, RespState st);
-    RespState get_request(RespCtx &c);
-    RespState resp_fatal(RespCtx &c, const char *why);
-    RespState execute(RespCtx &c);
-    Step discard_payload(const FrameHeader &h);
-    // The rkey check a NIC makes: the region exists, allows the usage the request needs
-    // (required_usage) and holds the range. A 0-byte request touches nothing and passes.
-    bool access_ok(const FrameHeader &h, std::shared_ptr<Region> *region) const;
-    bool take_recv();  // a receive for the current message, or registered to wait for one
-    RespState execute_write(RespCtx &c);
-    RespState execute_send(RespCtx &c);
-    RespState execute_read(RespCtx &c);
-    RespState execute_atomic_write(RespCtx &c);
-    RespState execute_flush(RespCtx &c);
-
-    // completions
     // Completer::Host: sq_mu_ held, a request's source was deregistered before it was sent
     bool source_faulted(uint64_t seq) override;
     void flush_receives() override;    // Completer::Host: sq_mu_ held, the error state
     void resume_responder() override;  // any thread: re-run a stalled request
     void resume_now();                 // engine thread
-    void push_recv_wc(const prov::RecvWr &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t len,
-                      bool with_imm, uint32_t imm);
-    void fail_recv(ibv_wc_status st);  // the receive taken for the current message fails
-    void nak(uint64_t seq, NakStatus st);
+
+    // Responder::Host (responder.cc), resp().rx_mu held
+    Step note_peer_ack(uint64_t ack) override { return completer_.apply_peer_ack(ack); }
+    bool queue_answer(const FrameHeader &h, const char *data, std::shared_ptr<Region> region,
+                      bool batch) override;
+    bool take_queued_nak() override { return resp().nak_queued.exchange(false); }
+    std::optional<prov::RecvWr> take_recv() override;
+    void enter_error(const prov::RecvWr *failed, ibv_wc_status st) override;
 
     // connection management
     void fail_connect(rpma_conn_event ev);
@@ -276,14 +237,14 @@ class QueuePair : public prov::QueuePair,
     void maybe_closed();
     void send_disconnect();      // engine thread
     void append_ack(Stream &s);  // engine thread, s.mu held
-    bool answer_now(Stream &s);  // engine thread: pending ACK and answers out; false if broken
-    // engine thread: kStall if the request must wait until our answers have left, because too
-    // many are queued or (modifies) a read answer still points into a region (RC order);
+    // Responder::Host: pending ACK and answers out; false if broken
+    bool answer_now() override;
+    // Responder::Host: kStall if the request must wait until our answers have left, because
+    // too many are queued or (modifies) a read answer still points into a region (RC order);
     // kFatal if sending them failed.
-    Step wait_for_answers(bool modifies);
+    Step wait_for_answers(bool modifies) override;
     static bool answers_block(const Stream &s, bool modifies) noexcept;
     static bool take_drained(Stream &s) noexcept;  // s.mu held: a drain_wait request may go on
-    bool absorb_queued_nak();                      // engine thread; true if one was queued
     void remove_stream(Stream &s);
     // Both streams leave the engine (only those with nothing queued to send if idle_only): now
     // on the engine thread, on its next turn from any other (the caller may hold an rx_mu).
@@ -314,15 +275,9 @@ class QueuePair : public prov::QueuePair,
     // the answers to our requests; reads req() under its rx_mu
     Completer completer_;
 
-    // Responder state: whoever holds resp().rx_mu runs the responder (the engine thread, or an
-    // application thread waiting on or polling the CQ). What the engine's disconnect and close
-    // also touch is atomic or under resp().mu. resp_seq_ is read by posting threads for the
-    // piggybacked ACK.
-    std::atomic<uint64_t> resp_seq_{0};  // last request executed
-    uint64_t pending_seq_ = 0;           // the request whose payload is arriving
-    uint64_t resp_acked_ = 0;            // last acknowledged; under resp().mu
-    std::atomic<bool> resp_error_{false};
-    std::atomic<bool> ack_wanted_{false};  // an executed request asked for an ACK
+    // The peer's requests; whoever holds resp().rx_mu runs it (the engine thread, or an
+    // application thread waiting on or polling the CQ).
+    Responder responder_;
     // An application thread executed the peer's requests here (serve_requests): waiters and
     // pollers keep serving them.
     std::atomic<bool> waiter_serves_{false};
@@ -330,14 +285,9 @@ class QueuePair : public prov::QueuePair,
     // request stream while waiter_serves_ is not set.
     static constexpr uint32_t kPollsPerRequestLook = 64;
     std::atomic<uint32_t> polls_{0};
-    bool pending_wants_ack_ = false;
-    std::optional<prov::RecvWr> cur_recv_;
-    uint32_t cur_imm_ = 0;
-    bool cur_has_imm_ = false;
 
     Stream main_;
     Stream join_;
-    FrameReader requests_rx_;  // the peer's requests; resp().rx_mu held
 };
 
 }  // namespace rpma::rc

@@ -77,7 +77,7 @@ int QueuePair::post_send(prov::SendWr wr) {
     }
     // Everything of the peer's we executed (a receive it reacts to, say) completes at the peer
     // before this request does anything there.
-    h.ack = resp_seq_.load(std::memory_order_acquire);
+    h.ack = responder_.executed();
     TxItem item{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr, seq};
     if (carries && wr.len) item.guard = std::move(local_region);
     send_request(lk, std::move(item));
@@ -117,7 +117,7 @@ int QueuePair::post_recv(prov::RecvWr r) {
         err = completer_.error();
     }
     if (err) {
-        push_recv_wc(r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0);
+        responder_.flush_recv(r);
         return 0;
     }
     return rq_.post(std::move(r));

@@ -1,127 +1,151 @@
 // The responder: the peer's requests are checked and executed against registered memory
 // (engine thread, or a thread driving the stream), and answered.
+#include "provider/rc/responder.h"
+
 #include <arpa/inet.h>
-#include <sys/socket.h>
+
+#include <algorithm>
 
 #include "common/log.h"
 #include "provider/rc/opcode.h"
 #include "provider/rc/qp_internal.h"
-#include "provider/rc/queue_pair.h"
 #include "provider/soft/mr_table.h"
 #include "provider/soft/persist.h"
 
 namespace rpma::rc {
 
-void QueuePair::nak(uint64_t seq, NakStatus st) {
+Step Responder::read(ByteStream &io, std::atomic<bool> &disc) {
+    struct Requests {
+        Responder &r;
+        std::atomic<bool> &disc;
+        Step header(const FrameHeader &h) { return r.header(h, disc); }
+        void placed(Payload p, bool failed, uint32_t len) { r.placed(p, failed, len); }
+        // answers never wait across a system call: the peer may wait for them
+        bool before_recv() { return r.host_.answer_now(); }
+    } h{*this, disc};
+    return reader_.read(io, disc, h);
+}
+
+uint64_t Responder::unacked(uint64_t limit) const noexcept {
+    if (error_) return 0;
+    uint64_t last = std::min(executed_.load(), limit);
+    return last > acked_ ? last : 0;
+}
+
+uint64_t Responder::take_ack() noexcept {
+    uint64_t seq = executed_.load(std::memory_order_relaxed);
+    acked_ = seq;
+    ack_wanted_ = false;
+    return seq;
+}
+
+void Responder::nak(uint64_t seq, NakStatus st) {
     FrameHeader h{};
     h.op = static_cast<uint8_t>(Op::kNak);
     h.status = static_cast<uint16_t>(st);
     h.aux = seq;
-    resp_error_ = true;
-    {
-        Stream &s = resp();
-        std::lock_guard lk(s.mu);
-        resp_acked_ = seq;
-        enqueue(s, TxItem{h, nullptr, 0, nullptr});
-        flush_tx(s);  // a broken stream shows up on the receive side as well
-    }
+    error_ = true;
+    host_.queue_answer(h, nullptr, nullptr, false);  // a broken stream shows on the read side
     // The responder's QP goes to the error state too, as an RC QP does.
-    std::lock_guard lk(sq_mu_);
-    completer_.flush();
+    host_.enter_error(nullptr, IBV_WC_SUCCESS);
+}
+
+bool Responder::absorb_queued_nak() {
+    if (!host_.take_queued_nak()) return false;
+    error_ = true;
+    host_.enter_error(nullptr, IBV_WC_SUCCESS);
+    return true;
 }
 
 // The responder runs one request header through the states of rxe_resp (rxe_resp.c), each
 // step naming the next one. The order differs from rxe in one place: the rkey is checked
 // before a receive is taken, so a write-with-immediate that is refused consumes no receive.
-QueuePair::Step QueuePair::responder_header(Stream &s, const FrameHeader &h) {
-    RespCtx c{s, h, static_cast<Op>(h.op), 0, nullptr, Step::kContinue};
-    RespState st = RespState::kGetRequest;
-    while (st != RespState::kDone) st = responder_step(c, st);
+Step Responder::header(const FrameHeader &h, std::atomic<bool> &disc) {
+    Ctx c{h, static_cast<Op>(h.op), 0, nullptr, Step::kContinue};
+    State st = State::kGetRequest;
+    while (st != State::kDone) st = step(c, st, disc);
     return c.result;
 }
 
 // Inlined into the loop above: one jump per state, not a call (callgrind: ~280 instructions
 // per request as calls).
-[[gnu::always_inline]] inline QueuePair::RespState QueuePair::responder_step(RespCtx &c,
-                                                                             RespState st) {
+[[gnu::always_inline]] inline Responder::State Responder::step(Ctx &c, State st,
+                                                               std::atomic<bool> &disc) {
     const FrameHeader &h = c.h;
     const OpInfo &info = op_info(c.op);
     switch (st) {
-        case RespState::kGetRequest:
-            return get_request(c);
-        case RespState::kCheckLength:
-            if (h.length <= kMaxOpLength) return RespState::kApplyAck;
+        case State::kGetRequest:
+            if (is_request(h.op)) return State::kCheckLength;
+            if (c.op == Op::kDisconnect) {
+                disc = true;
+                c.result = Step::kStop;
+                return State::kDone;
+            }
+            RPMA_LOG_ERROR("unexpected opcode %u on the request stream", h.op);
+            return fatal(c, "protocol error: unexpected opcode");
+        case State::kCheckLength:
+            if (h.length <= kMaxOpLength) return State::kApplyAck;
             RPMA_LOG_ERROR("request of %u bytes exceeds the limit", h.length);
-            return resp_fatal(c, "protocol error: oversized request");
-        case RespState::kApplyAck:
+            return fatal(c, "protocol error: oversized request");
+        case State::kApplyAck:
             // The peer's acknowledgement first: its request may react to a completion of ours.
-            c.result = completer_.apply_peer_ack(h.ack);
+            c.result = host_.note_peer_ack(h.ack);
             if (c.result == Step::kFatal)
-                c.s.why = "protocol error: acknowledgement of a request never sent";
-            if (c.result != Step::kContinue) return RespState::kDone;
+                return fatal(c, "protocol error: acknowledgement of a request never sent");
+            if (c.result != Step::kContinue) return State::kDone;  // kAwaitCompleter
             absorb_queued_nak();
-            return RespState::kCheckState;
-        case RespState::kCheckState:
+            return State::kCheckState;
+        case State::kCheckState:
             // In the error state requests are dropped; the stream is read on to its disconnect.
-            return resp_error_ ? RespState::kDrop : RespState::kCheckOrder;
-        case RespState::kCheckOrder:
+            return error_ ? State::kDrop : State::kCheckOrder;
+        case State::kCheckOrder:
             // Reads answered earlier must not see what this request changes, and a peer that
             // does not read its answers must not make us queue more.
-            c.result = wait_for_answers(info.modifies);
-            if (c.result != Step::kContinue) return RespState::kDone;
-            if (absorb_queued_nak()) return RespState::kDrop;
-            c.seq = resp_seq_ + 1;
-            return RespState::kCheckOpLength;
-        case RespState::kCheckOpLength:
+            c.result = host_.wait_for_answers(info.modifies);
+            if (c.result != Step::kContinue) return State::kDone;
+            if (absorb_queued_nak()) return State::kDrop;
+            c.seq = executed_ + 1;
+            return State::kCheckOpLength;
+        case State::kCheckOpLength:
             if (info.fixed_len && (h.length != info.fixed_len || h.addr % info.fixed_len != 0))
-                return RespState::kErrInvalid;
-            return info.usage ? RespState::kCheckRkey : RespState::kCheckResources;
-        case RespState::kCheckRkey:
-            return access_ok(h, &c.region) ? RespState::kCheckResources : RespState::kErrAccess;
-        case RespState::kCheckResources:
-            if (info.recv && !take_recv()) {
+                return State::kErrInvalid;
+            return info.usage ? State::kCheckRkey : State::kCheckResources;
+        case State::kCheckRkey:
+            return access_ok(h, &c.region) ? State::kCheckResources : State::kErrAccess;
+        case State::kCheckResources:
+            if (info.recv && !(cur_recv_ = host_.take_recv())) {
                 c.result = Step::kStall;  // RNR: resumed when a receive is posted
-                return RespState::kDone;
+                return State::kDone;
             }
-            return RespState::kExecute;
-        case RespState::kExecute:
+            return State::kExecute;
+        case State::kExecute:
             return execute(c);
-        case RespState::kErrAccess:
+        case State::kErrAccess:
             nak(c.seq, NakStatus::kAccess);
-            return RespState::kDrop;
-        case RespState::kErrInvalid:
+            return State::kDrop;
+        case State::kErrInvalid:
             nak(c.seq, NakStatus::kInvalidRequest);
-            return RespState::kDrop;
-        case RespState::kErrOperation:
+            return State::kDrop;
+        case State::kErrOperation:
             nak(c.seq, NakStatus::kOperation);
-            return RespState::kDrop;
-        case RespState::kDrop:
-            c.result = discard_payload(h);
-            return RespState::kDone;
-        case RespState::kDone:
+            return State::kDrop;
+        case State::kDrop:
+            if (info.payload) reader_.discard(h.length);
+            c.result = Step::kContinue;
+            return State::kDone;
+        case State::kDone:
             break;
     }
-    return RespState::kDone;
+    return State::kDone;
 }
 
-QueuePair::RespState QueuePair::get_request(RespCtx &c) {
-    if (is_request(c.h.op)) return RespState::kCheckLength;
-    if (c.op == Op::kDisconnect) {
-        c.s.disc_rx = true;
-        c.result = Step::kStop;
-        return RespState::kDone;
-    }
-    RPMA_LOG_ERROR("unexpected opcode %u on the request stream", c.h.op);
-    return resp_fatal(c, "protocol error: unexpected opcode");
-}
-
-QueuePair::RespState QueuePair::resp_fatal(RespCtx &c, const char *why) {
-    c.s.why = why;
+Responder::State Responder::fatal(Ctx &c, const char *why) {
+    reader_.protocol_error(why);
     c.result = Step::kFatal;
-    return RespState::kDone;
+    return State::kDone;
 }
 
-QueuePair::RespState QueuePair::execute(RespCtx &c) {
+Responder::State Responder::execute(Ctx &c) {
     switch (c.op) {
         case Op::kWrite:
         case Op::kWriteImm:
@@ -138,26 +162,15 @@ QueuePair::RespState QueuePair::execute(RespCtx &c) {
     }
 }
 
-QueuePair::Step QueuePair::discard_payload(const FrameHeader &h) {
-    if (op_info(static_cast<Op>(h.op)).payload) requests_rx_.discard(h.length);
-    return Step::kContinue;
-}
-
-bool QueuePair::access_ok(const FrameHeader &h, std::shared_ptr<Region> *region) const {
+bool Responder::access_ok(const FrameHeader &h, std::shared_ptr<Region> *region) const {
     if (h.length == 0 && static_cast<Op>(h.op) != Op::kAtomicWrite) return true;  // touches nothing
     *region = mrs_->find(h.rkey);
     return *region && ((*region)->usage() & required_usage(h)) &&
            (*region)->contains(h.addr, h.length);
 }
 
-bool QueuePair::take_recv() {
-    RecvQueue *q = cfg_.srq ? cfg_.srq : &rq_;
-    cur_recv_ = q->take_or_wait(weak_from_this());
-    return cur_recv_.has_value();
-}
-
-// Writes and sends execute once their payload is placed (payload_done); acknowledged then.
-QueuePair::RespState QueuePair::execute_write(RespCtx &c) {
+// Writes and sends execute once their payload is placed (placed); acknowledged then.
+Responder::State Responder::execute_write(Ctx &c) {
     const FrameHeader &h = c.h;
     bool imm = c.op == Op::kWriteImm;
     if (imm) {
@@ -167,12 +180,11 @@ QueuePair::RespState QueuePair::execute_write(RespCtx &c) {
     pending_seq_ = c.seq;
     pending_wants_ack_ = h.flags & kAckRequested;
     char *dst = c.region ? reinterpret_cast<char *>(h.addr) : nullptr;
-    requests_rx_.expect(imm ? Payload::kWriteImm : Payload::kWrite, dst, std::move(c.region),
-                        h.length);
-    return RespState::kDone;
+    reader_.expect(imm ? Payload::kWriteImm : Payload::kWrite, dst, std::move(c.region), h.length);
+    return State::kDone;
 }
 
-QueuePair::RespState QueuePair::execute_send(RespCtx &c) {
+Responder::State Responder::execute_send(Ctx &c) {
     const FrameHeader &h = c.h;
     pending_seq_ = c.seq;
     pending_wants_ack_ = h.flags & kAckRequested;
@@ -182,56 +194,53 @@ QueuePair::RespState QueuePair::execute_send(RespCtx &c) {
         RPMA_LOG_WARNING("message of %u bytes for a receive buffer of %u", h.length,
                          cur_recv_->len);
         fail_recv(IBV_WC_LOC_LEN_ERR);
-        return RespState::kErrInvalid;
+        return State::kErrInvalid;
     }
     // the region is the domain's; usable is checked as a NIC checks the lkey: on arrival
-    requests_rx_.expect(Payload::kSend, cur_recv_->ptr,
-                        std::static_pointer_cast<Region>(cur_recv_->region), h.length,
-                        !cur_recv_->usable);
-    return RespState::kDone;
+    reader_.expect(Payload::kSend, cur_recv_->ptr,
+                   std::static_pointer_cast<Region>(cur_recv_->region), h.length,
+                   !cur_recv_->usable);
+    return State::kDone;
 }
 
-QueuePair::RespState QueuePair::execute_read(RespCtx &c) {
+Responder::State Responder::execute_read(Ctx &c) {
     const FrameHeader &h = c.h;
-    resp_seq_ = c.seq;
+    executed_ = c.seq;
     FrameHeader r{};
     r.op = static_cast<uint8_t>(Op::kReadResp);
     r.length = h.length;
-    r.aux = c.seq;
-    Stream &out = resp();
-    std::lock_guard lk(out.mu);
-    resp_acked_ = c.seq;  // the read answer acknowledges it and everything before
-    // zero-copy: the answer is gathered from the region when the socket takes it
-    enqueue(out, TxItem{r, h.length ? reinterpret_cast<char *>(h.addr) : nullptr, h.length,
-                        h.length ? std::move(c.region) : nullptr});
-    if (out.txq.size() >= kAnswersPerSend && !flush_tx(out)) c.result = Step::kFatal;
-    return RespState::kDone;
+    r.aux = c.seq;  // the read answer acknowledges it and everything before
+    // zero-copy: the answer is gathered from the region when the stream takes it
+    if (!host_.queue_answer(r, h.length ? reinterpret_cast<char *>(h.addr) : nullptr,
+                            h.length ? std::move(c.region) : nullptr, true))
+        c.result = Step::kFatal;
+    return State::kDone;
 }
 
-QueuePair::RespState QueuePair::execute_atomic_write(RespCtx &c) {
+Responder::State Responder::execute_atomic_write(Ctx &c) {
     RegionUse use(c.region.get());
-    if (!use.ok()) return RespState::kErrAccess;
+    if (!use.ok()) return State::kErrAccess;
     // one aligned 8-byte store: a concurrent reader sees the old or the new value
     std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(c.h.addr))
         .store(c.h.aux, std::memory_order_release);
-    resp_seq_ = c.seq;
+    executed_ = c.seq;
     if (c.h.flags & kAckRequested) ack_wanted_.store(true);
-    return RespState::kDone;
+    return State::kDone;
 }
 
-QueuePair::RespState QueuePair::execute_flush(RespCtx &c) {
+Responder::State Responder::execute_flush(Ctx &c) {
     const FrameHeader &h = c.h;
     if ((h.flags & kFlushPersistent) && h.length) {
         RegionUse use(c.region.get());
         if (!use.ok() || persist_range(reinterpret_cast<char *>(h.addr), h.length) != 0)
-            return RespState::kErrOperation;
+            return State::kErrOperation;
     }
-    resp_seq_ = c.seq;
+    executed_ = c.seq;
     if (h.flags & kAckRequested) ack_wanted_.store(true);
-    return RespState::kDone;
+    return State::kDone;
 }
 
-void QueuePair::payload_done(Payload p, bool failed, uint32_t len) {
+void Responder::placed(Payload p, bool failed, uint32_t len) {
     if (p != Payload::kWrite && p != Payload::kWriteImm && p != Payload::kSend) return;  // dropped
     if (failed) {
         // Not all of it was placed (region deregistered, or a receive buffer it may not use):
@@ -244,7 +253,7 @@ void QueuePair::payload_done(Payload p, bool failed, uint32_t len) {
     }
     // Executed: the ACK state moves before the application can see the receive, so anything it
     // posts in reaction carries this acknowledgement.
-    resp_seq_.store(pending_seq_, std::memory_order_release);
+    executed_.store(pending_seq_, std::memory_order_release);
     if (pending_wants_ack_) ack_wanted_.store(true);
     if (cur_recv_) {
         ibv_wc_opcode op = p == Payload::kSend ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM;
@@ -253,97 +262,33 @@ void QueuePair::payload_done(Payload p, bool failed, uint32_t len) {
     }
 }
 
-void QueuePair::push_recv_wc(const prov::RecvWr &r, ibv_wc_status st, ibv_wc_opcode op,
+void Responder::fail_recv(ibv_wc_status st) {
+    if (!cur_recv_) return;
+    // Its completion, then the error state's flush, in one step: whatever the application
+    // posts once it sees this completes after everything older.
+    prov::RecvWr r = std::move(*cur_recv_);
+    cur_recv_.reset();
+    host_.enter_error(&r, st);
+}
+
+void Responder::push_recv_wc(const prov::RecvWr &r, ibv_wc_status st, ibv_wc_opcode op,
                              uint32_t len, bool with_imm, uint32_t imm) {
     ibv_wc wc{};
     wc.wr_id = r.wr_id;
     wc.status = st;
     wc.opcode = op;
     wc.byte_len = len;
-    wc.qp_num = qp_num_;
-    wc.src_qp = remote_qp_;
+    wc.qp_num = target_.qp_num;
+    wc.src_qp = *target_.remote_qp;
     if (with_imm) {
         wc.wc_flags = IBV_WC_WITH_IMM;
         wc.imm_data = htonl(imm);
     }
-    cfg_.recv_cq->push(wc);
+    target_.cq->push(wc);
 }
 
-void QueuePair::flush_receives() {
-    for (auto &r : rq_.drain()) push_recv_wc(r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0);
-}
-
-void QueuePair::resume_responder() {
-    engine_->post([w = weak_from_this()] {
-        auto self = w.lock();
-        if (self && !self->closed_) self->resume_now();
-    });
-}
-
-void QueuePair::resume_now() {
-    if (!established()) return;
-    Stream &s = resp();
-    std::lock_guard rl(s.rx_mu);
-    {
-        std::lock_guard lk(s.mu);
-        if (!s.stalled) return;
-        s.stalled = false;
-        s.drain_wait = false;
-        update_mask(s);
-    }
-    read_stream(s);
-}
-
-void QueuePair::fail_recv(ibv_wc_status st) {
-    if (!cur_recv_) return;
-    // The error state first: whatever the application posts once it sees this is flushed.
-    std::lock_guard lk(sq_mu_);
-    completer_.set_error();
-    push_recv_wc(*cur_recv_, st, IBV_WC_RECV, 0, false, 0);
-    cur_recv_.reset();
-}
-
-void QueuePair::recv_posted() {
-    resume_responder();
-}
-
-bool QueuePair::answers_block(const Stream &s, bool modifies) noexcept {
-    return s.txq.size() >= kMaxQueuedAnswers || (modifies && s.data_items > 0);
-}
-
-bool QueuePair::take_drained(Stream &s) noexcept {
-    if (!s.drain_wait || answers_block(s, true)) return false;
-    s.drain_wait = false;
-    return true;
-}
-
-bool QueuePair::absorb_queued_nak() {
-    // flush_tx turned a read answer into a NAK (its region was deregistered): the responder
-    // enters the error state, as after any NAK. Any thread: the flag is taken once.
-    if (!resp().nak_queued.exchange(false)) return false;
-    resp_error_ = true;
-    std::lock_guard lk(sq_mu_);
-    completer_.flush();
-    return true;
-}
-
-QueuePair::Step QueuePair::wait_for_answers(bool modifies) {
-    Stream &s = resp();
-    {
-        std::lock_guard lk(s.mu);  // the engine may be sending answers (EPOLLOUT)
-        if (!answers_block(s, modifies)) return Step::kContinue;
-    }
-    if (!answer_now(s)) return Step::kFatal;
-    std::lock_guard lk(s.mu);
-    if (!answers_block(s, modifies)) return Step::kContinue;
-    // Flow control instead of copies: the request stays staged until EPOLLOUT drains the
-    // answers (on_events), and meanwhile nothing more is read from this peer.
-    s.drain_wait = true;
-    if (!s.want_out) {
-        s.want_out = true;
-        update_mask(s);
-    }
-    return Step::kStall;
+void Responder::flush_recv(const prov::RecvWr &r) {
+    push_recv_wc(r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0);
 }
 
 }  // namespace rpma::rc
