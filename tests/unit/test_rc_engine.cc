@@ -75,6 +75,12 @@ struct QpTestAccess {
         }
     }
     static void resume(QueuePair &qp) { qp.resume_now(); }
+    // EPOLLOUT on the answer stream, as the engine handles it.
+    static void writable(QueuePair &qp) { qp.on_writable(qp.resp(), true); }
+    static bool stalled(QueuePair &qp) {
+        std::lock_guard lk(qp.resp().mu);
+        return qp.resp().stalled;
+    }
     // Reads the peer's requests only, as the engine's responder does.
     static void serve(QueuePair &qp) {
         std::lock_guard rl(qp.resp().rx_mu);
@@ -109,6 +115,7 @@ class RcEngineTest : public ::testing::Test {
         streams_.push_back(std::make_unique<MemStream>(c2s_join, s2c_join));  // server join
         make(client_, true, streams_[0].get(), streams_[1].get());
         make(server_, false, streams_[2].get(), streams_[3].get());
+        server_answers_ = s2c_main;
     }
 
     void TearDown() override {
@@ -173,6 +180,7 @@ class RcEngineTest : public ::testing::Test {
     Engine engine_;
     std::vector<std::unique_ptr<MemStream>> streams_;
     Side client_, server_;
+    std::shared_ptr<Channel> server_answers_;  // the server's answers to the client's requests
 };
 
 TEST_F(RcEngineTest, WritePlacesDataAndCompletes) {
@@ -209,6 +217,38 @@ TEST_F(RcEngineTest, ReadReturnsTheData) {
     EXPECT_EQ(wc.opcode, IBV_WC_RDMA_READ);
     EXPECT_EQ(wc.byte_len, 300u);
     EXPECT_EQ(std::count(client_.mem.begin() + 1000, client_.mem.begin() + 1300, 'r'), 300);
+}
+
+// A read answer that cannot leave (the peer reads slowly: a small channel) still points into the
+// region, so a write behind it waits (answers full) instead of changing what the answer will
+// carry; once the answer leaves, the write runs, and both complete in order.
+TEST_F(RcEngineTest, AWriteWaitsForTheReadAnswerBeforeIt) {
+    std::memset(server_.mem.data(), 'A', 4096);
+    std::memset(client_.mem.data() + 8192, 'B', 8);
+    {
+        std::lock_guard lk(server_answers_->mu);
+        server_answers_->capacity = 64;
+    }
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kRead, 1, 0, 4096, 0)), 0);
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kWrite, 2, 8192, 8, 0)), 0);
+    QpTestAccess::step(*server_.qp);
+    EXPECT_TRUE(QpTestAccess::stalled(*server_.qp));
+    EXPECT_EQ(server_.mem[0], 'A');
+    {
+        std::lock_guard lk(server_answers_->mu);
+        server_answers_->capacity = 256 * 1024;
+    }
+    QpTestAccess::writable(*server_.qp);  // the answer leaves, and the write goes on
+    EXPECT_FALSE(QpTestAccess::stalled(*server_.qp));
+    EXPECT_EQ(server_.mem[0], 'B');
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.wr_id, 1u);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(std::count(client_.mem.begin(), client_.mem.begin() + 4096, 'A'), 4096);
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.wr_id, 2u);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
 }
 
 TEST_F(RcEngineTest, AtomicWriteStoresTheValue) {
