@@ -45,11 +45,11 @@ void QueuePair::close_on_engine() {
         if (!disc) {
             FrameHeader h{};
             h.op = static_cast<uint8_t>(Op::kDisconnect);
-            enqueue(*s, TxItem{h, nullptr, 0, nullptr});
+            s->tx.push(TxItem{h, nullptr, 0, nullptr});
         }
         s->rx_on = s->key != 0;
         s->stalled = s->backoff = s->lent = false;  // from now on the peer's input is only drained
-        if (flush_tx(*s) && s->txq.empty()) {
+        if (flush_tx(*s) && s->tx.empty()) {
             s->io->shutdown(SHUT_WR);
             s->wr_shut = true;
         }
@@ -61,45 +61,30 @@ void QueuePair::close_on_engine() {
 void QueuePair::settle_for_close(Stream &s) {
     bool answers = &s == &resp();
     uint64_t limit = UINT64_MAX;  // answers: the last request whose answer still goes out
-    for (auto it = s.txq.begin(); it != s.txq.end();) {
-        bool started = it == s.txq.begin() && s.tx_off > 0;
-        Op op = static_cast<Op>(it->hdr.op);
-        if (started) {
-            // The frame half sent is finished, from its region while the region lives (it
-            // belongs to the peer, not to the connection); see flush_tx for a region that dies.
-            ++it;
-            continue;
-        }
+    // A frame half sent is finished, from its region while the region lives (it belongs to the
+    // peer, not to the connection); see flush_tx for a region that dies.
+    s.tx.prune([&](TxItem &it) {
+        Op op = static_cast<Op>(it.hdr.op);
         bool drop;
         if (!answers)
-            drop = is_request(it->hdr.op);  // never seen by the peer: it flushes them anyway
-        else if (op == Op::kReadResp && it->guard && limit == UINT64_MAX)
-            limit = it->hdr.aux - 1, drop = true;
+            drop = is_request(it.hdr.op);  // never seen by the peer: it flushes them anyway
+        else if (op == Op::kReadResp && it.guard && limit == UINT64_MAX)
+            limit = it.hdr.aux - 1, drop = true;
         else
             drop = limit != UINT64_MAX && op != Op::kDisconnect && op != Op::kAck;
         if (answers && !drop && op == Op::kAck && limit != UINT64_MAX) {
-            it->hdr.aux = std::min(it->hdr.aux, limit);  // never acknowledge a dropped read
-            drop = it->hdr.aux == 0;
+            it.hdr.aux = std::min(it.hdr.aux, limit);  // never acknowledge a dropped read
+            drop = it.hdr.aux == 0;
         }
-        if (drop) {
-            if (it->guard) --s.data_items;
-            it = s.txq.erase(it);
-        } else {
-            ++it;
-        }
-    }
+        return drop;
+    });
     if (answers) {
         if (uint64_t last = responder_.unacked(limit)) {
             FrameHeader a{};
             a.op = static_cast<uint8_t>(Op::kAck);
             a.aux = last;
             responder_.answered(last);
-            // before a Disconnect already queued, so the peer counts it
-            auto pos = std::find_if(s.txq.begin(), s.txq.end(), [](const TxItem &t) {
-                return t.hdr.op == static_cast<uint8_t>(Op::kDisconnect);
-            });
-            if (pos == s.txq.begin() && s.tx_off > 0) ++pos;
-            s.txq.insert(pos, TxItem{a, nullptr, 0, nullptr});
+            s.tx.insert_before_disconnect(TxItem{a, nullptr, 0, nullptr});  // the peer counts it
         }
     }
 }
@@ -109,7 +94,7 @@ void QueuePair::linger_events(Stream &s, uint32_t events) {
     {
         std::lock_guard lk(s.mu);
         if (!s.key) return;
-        if ((events & EPOLLOUT) || !s.txq.empty()) {
+        if ((events & EPOLLOUT) || !s.tx.empty()) {
             if (!flush_tx(s)) {
                 // half a read answer is out and its region is gone: only a broken connection
                 // keeps the peer from using what it got
@@ -118,7 +103,7 @@ void QueuePair::linger_events(Stream &s, uint32_t events) {
                 done = true;
             }
         }
-        if (!done && s.txq.empty() && !s.wr_shut) {
+        if (!done && s.tx.empty() && !s.wr_shut) {
             s.io->shutdown(SHUT_WR);
             s.wr_shut = true;
         }
@@ -191,7 +176,7 @@ void QueuePair::send_disconnect() {
     for (Stream *s : {&main_, &join_}) {
         std::lock_guard lk(s->mu);
         if (s == &resp() && responder_.unacked()) append_ack(*s);
-        enqueue(*s, TxItem{h, nullptr, 0, nullptr});
+        s->tx.push(TxItem{h, nullptr, 0, nullptr});
         flush_tx(*s);
     }
 }
@@ -274,7 +259,7 @@ void QueuePair::remove_streams(bool idle_only) {
         bool idle = true;
         if (idle_only) {
             std::lock_guard lk(s->mu);
-            idle = s->txq.empty();
+            idle = s->tx.empty();
         }
         if (idle) remove_stream(*s);
     }

@@ -94,7 +94,7 @@ void QueuePair::stream_events(Stream &s, uint32_t events, ByteStream::Reader who
     }
     if (cm == Cm::kDone || cm == Cm::kIdle) {
         std::lock_guard lk(s.mu);
-        if ((events & EPOLLOUT) && flush_tx(s) && !s.txq.empty()) return;
+        if ((events & EPOLLOUT) && flush_tx(s) && !s.tx.empty()) return;
         uint64_t key = std::exchange(s.key, 0);
         if (key) engine_->remove(key);
         return;

@@ -1,5 +1,5 @@
-// The transmit side of both streams: frames queued under Stream::mu and gathered into one
-// sendmsg, with every region they point into held across the call.
+// The transmit side of both streams: frames queued under Stream::mu in a TxQueue (tx_queue.h),
+// what becomes of one whose region vanished, and the engine's interest in room to send.
 #include <sys/socket.h>
 
 #include "common/log.h"
@@ -7,11 +7,6 @@
 #include "provider/rc/queue_pair.h"
 
 namespace rpma::rc {
-
-void QueuePair::enqueue(Stream &s, TxItem item) {
-    if (item.guard) ++s.data_items;
-    s.txq.push_back(std::move(item));
-}
 
 void QueuePair::update_mask(Stream &s) {
     if (!s.key) return;
@@ -22,7 +17,7 @@ void QueuePair::update_mask(Stream &s) {
 }
 
 bool QueuePair::region_vanished(Stream &s, TxItem &it) {
-    bool started = &it == &s.txq.front() && s.tx_off > 0;
+    bool started = s.tx.started(it);
     bool message = it.hdr.op == static_cast<uint8_t>(Op::kSend) ||
                    it.hdr.op == static_cast<uint8_t>(Op::kSendImm);
     if (is_request(it.hdr.op)) {
@@ -65,8 +60,7 @@ bool QueuePair::region_vanished(Stream &s, TxItem &it) {
         s.why = "a region was deregistered under a read answer in progress";
         return false;
     }
-    it.guard.reset();
-    --s.data_items;
+    s.tx.drop_region(it);
     return true;
 }
 
@@ -82,43 +76,31 @@ bool QueuePair::source_faulted(uint64_t seq) {
 }
 
 bool QueuePair::flush_tx(Stream &s) {
-    while (!s.txq.empty()) {
-        iovec iov[kMaxIov];
-        Region *held[kMaxIov];
-        int nheld = 0;
-        TxItem *dead = nullptr;
-        int niov = gather(s, iov, held, &nheld, &dead);
-        ssize_t n = -1;
-        int err = 0;
-        if (!dead) {
-            n = s.io->writev(iov, niov);
-            err = errno;
+    for (;;) {
+        switch (s.tx.send(*s.io)) {
+            case TxQueue::Sent::kDead:
+                if (region_vanished(s, s.tx.dead())) continue;
+                // the engine sees the end of the stream even when an application thread's post
+                // found this
+                s.io->shutdown(SHUT_RDWR);
+                return false;
+            case TxQueue::Sent::kBlocked:
+                if (!s.want_out) {
+                    s.want_out = true;
+                    update_mask(s);
+                }
+                return true;
+            case TxQueue::Sent::kError:
+                s.peer_end = ended_by_peer(-1, s.tx.error());
+                s.why = strerror(s.tx.error());
+                // as above: a socket shows its error to the engine by itself, a shm ring's bad
+                // index (EPROTO) does not
+                s.io->shutdown(SHUT_RDWR);
+                return false;
+            case TxQueue::Sent::kAll:
+                break;
         }
-        for (int i = 0; i < nheld; ++i) held[i]->release();
-        if (dead) {
-            if (region_vanished(s, *dead)) continue;
-            // the engine sees the end of the stream even when an application thread's post
-            // found this
-            s.io->shutdown(SHUT_RDWR);
-            return false;
-        }
-        if (n < 0 && err == EINTR) continue;
-        if (n < 0 && err == EAGAIN) {
-            if (!s.want_out) {
-                s.want_out = true;
-                update_mask(s);
-            }
-            return true;
-        }
-        if (n < 0) {
-            s.peer_end = ended_by_peer(n, err);
-            s.why = strerror(err);
-            // as above: a socket shows its error to the engine by itself, a shm ring's bad
-            // index (EPROTO) does not
-            s.io->shutdown(SHUT_RDWR);
-            return false;
-        }
-        consume(s, static_cast<size_t>(n));
+        break;
     }
     s.corked.store(false, std::memory_order_relaxed);
     if (s.want_out) {
@@ -128,61 +110,9 @@ bool QueuePair::flush_tx(Stream &s) {
     return true;
 }
 
-int QueuePair::gather(Stream &s, iovec *iov, Region **held, int *nheld, TxItem **dead) {
-    int niov = 0;
-    size_t off = s.tx_off;
-    for (auto it = s.txq.begin(); it != s.txq.end() && niov + 2 <= kMaxIov; ++it) {
-        if (off < kHeaderSize) {
-            iov[niov++] = {reinterpret_cast<char *>(&it->hdr) + off, kHeaderSize - off};
-            off = 0;
-        } else {
-            off -= kHeaderSize;
-        }
-        if (it->len > off) {
-            if (it->zero_fill) {
-                size_t n = std::min(it->len - off, sizeof(g_zero));
-                iov[niov++] = {const_cast<char *>(g_zero), n};
-                if (n < it->len - off) break;
-                off = 0;
-                continue;
-            }
-            if (it->guard) {
-                // Held across the send: deregistration waits for it, and after it no byte of
-                // the region is read.
-                if (!it->guard->acquire()) {
-                    *dead = &*it;
-                    break;
-                }
-                held[(*nheld)++] = it->guard.get();
-            }
-            iov[niov++] = {const_cast<char *>(it->data) + off, it->len - off};
-        }
-        off = 0;
-    }
-    return niov;
-}
-
-void QueuePair::consume(Stream &s, size_t n) {
-    while (n > 0) {
-        size_t left = kHeaderSize + s.txq.front().len - s.tx_off;
-        if (n < left) {
-            s.tx_off += n;
-            return;
-        }
-        n -= left;
-        const TxItem &it = s.txq.front();
-        if (is_request(it.hdr.op) &&
-            ((it.hdr.flags & kAckRequested) || it.hdr.op == static_cast<uint8_t>(Op::kRead)))
-            s.answer_due = it.seq;  // its ACK or its data will come back on this stream
-        if (it.guard) --s.data_items;
-        s.txq.pop_front();
-        s.tx_off = 0;
-    }
-}
-
 void QueuePair::send_frame(Stream &s, const FrameHeader &h) {
     std::lock_guard lk(s.mu);
-    enqueue(s, TxItem{h, nullptr, 0, nullptr});
+    s.tx.push(TxItem{h, nullptr, 0, nullptr});
     flush_tx(s);  // a broken stream shows up on the receive side as well
 }
 
@@ -190,22 +120,22 @@ void QueuePair::append_ack(Stream &s) {
     uint64_t seq = responder_.take_ack();
     // ACKs are cumulative: one still waiting in the queue is raised instead of adding another,
     // so a peer that does not read its answers cannot grow the queue with them.
-    if (!s.txq.empty() && s.txq.back().hdr.op == static_cast<uint8_t>(Op::kAck) &&
-        !(s.txq.size() == 1 && s.tx_off > 0)) {
-        s.txq.back().hdr.aux = seq;
+    TxItem *last = s.tx.unsent_back();
+    if (last && last->hdr.op == static_cast<uint8_t>(Op::kAck)) {
+        last->hdr.aux = seq;
         return;
     }
     FrameHeader a{};
     a.op = static_cast<uint8_t>(Op::kAck);
     a.aux = seq;
-    enqueue(s, TxItem{a, nullptr, 0, nullptr});
+    s.tx.push(TxItem{a, nullptr, 0, nullptr});
 }
 
 bool QueuePair::answer_now() {
     Stream &s = resp();
     std::lock_guard lk(s.mu);
     if (responder_.ack_owed()) append_ack(s);
-    return s.txq.empty() || flush_tx(s);
+    return s.tx.empty() || flush_tx(s);
 }
 
 bool QueuePair::queue_answer(const FrameHeader &h, const char *data, std::shared_ptr<Region> region,
@@ -213,12 +143,12 @@ bool QueuePair::queue_answer(const FrameHeader &h, const char *data, std::shared
     Stream &s = resp();
     std::lock_guard lk(s.mu);
     responder_.answered(h.aux);
-    enqueue(s, TxItem{h, data, h.length, std::move(region)});
-    return (batch && s.txq.size() < kAnswersPerSend) || flush_tx(s);
+    s.tx.push(TxItem{h, data, h.length, std::move(region)});
+    return (batch && s.tx.size() < kAnswersPerSend) || flush_tx(s);
 }
 
 bool QueuePair::answers_block(const Stream &s, bool modifies) noexcept {
-    return s.txq.size() >= kMaxQueuedAnswers || (modifies && s.data_items > 0);
+    return s.tx.size() >= kMaxQueuedAnswers || (modifies && s.tx.data_items() > 0);
 }
 
 bool QueuePair::take_drained(Stream &s) noexcept {

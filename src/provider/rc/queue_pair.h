@@ -43,6 +43,7 @@
 #include "provider/rc/frame_reader.h"
 #include "provider/rc/responder.h"
 #include "provider/rc/send_queue.h"
+#include "provider/rc/tx_queue.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/engine.h"
 #include "provider/soft/recv_queue.h"
@@ -107,15 +108,6 @@ class QueuePair : public prov::QueuePair,
     enum class Cm { kIdle, kConnecting, kAwaitReply, kEstablished, kClosing, kDone };
     using Step = rc::Step;
 
-    struct TxItem {
-        FrameHeader hdr;
-        const char *data;
-        size_t len;
-        std::shared_ptr<Region> guard;  // the region data points into (requests and read answers)
-        uint64_t seq = 0;               // a request's sequence number
-        bool zero_fill = false;         // the rest of the payload is zeros: its source vanished
-    };
-
     enum LockRank : unsigned { kRxRank, kSqRank, kCmRank, kTxRank };
 
     struct Stream {
@@ -132,17 +124,14 @@ class QueuePair : public prov::QueuePair,
         bool connected = false;
         // tx: under mu
         RankedMutex mu{kTxRank};
-        std::deque<TxItem> txq;
-        size_t tx_off = 0;
+        TxQueue tx;
         bool want_out = false;
         bool rx_on = false;
         bool wr_shut = false;
-        uint32_t data_items = 0;              // items in txq whose data points into a region
         bool drain_wait = false;              // the responder waits for the answers to leave
         std::atomic<bool> nak_queued{false};  // a read answer became a NAK: responder in error
         std::vector<uint64_t> src_faults;     // requests whose source vanished before it was sent
-        uint64_t answer_due = 0;  // the last request sent whose answer will come (ACK or data)
-        // Posts wait in txq for the answer reader to send them with its flush (post_send).
+        // Posts wait in tx for the answer reader to send them with its flush (post_send).
         std::atomic<bool> corked{false};
         RankedMutex rx_mu{kRxRank};  // whoever reads the stream holds it, a driving waiter too
         bool backoff = false;        // under mu: the engine found rx_mu held and stopped polling
@@ -178,14 +167,9 @@ class QueuePair : public prov::QueuePair,
     // tx
     // sq_mu_ held (released here): a request's frame, queued in order, sent now or corked
     void send_request(std::unique_lock<RankedMutex> &sq, TxItem item);
-    void enqueue(Stream &s, TxItem item);         // s.mu held
     bool region_vanished(Stream &s, TxItem &it);  // s.mu held; false: the stream must end
     bool flush_tx(Stream &s);                     // s.mu held; false on a broken stream
-    // s.mu held: iovecs for the queued frames, from tx_off on; stops before a frame whose
-    // region is gone (*dead) and holds the regions it gathers from (held, released by caller)
-    int gather(Stream &s, iovec *iov, Region **held, int *nheld, TxItem **dead);
-    void consume(Stream &s, size_t n);  // s.mu held: n bytes of the queue went out
-    void update_mask(Stream &s);        // s.mu held
+    void update_mask(Stream &s);                  // s.mu held
     void send_frame(Stream &s, const FrameHeader &h);
 
     // rx

@@ -89,16 +89,16 @@ void QueuePair::send_request(std::unique_lock<RankedMutex> &sq, TxItem item) {
     std::lock_guard tlk(s.mu);
     // Frames already queued mean the socket is full and the engine sends on EPOLLOUT, or they
     // are corked; this one joins them (and goes out in the same sendmsg).
-    bool idle = s.txq.empty();
+    bool idle = s.tx.empty();
     // Corked: many requests are in flight and one whose answer will come has left (the send
     // queue holds a contiguous range of sequence numbers), so the thread that reads that answer
     // sends this frame (finish_read), with every other posted by then, in one sendmsg. Set before
     // sq_mu_ is released: that reader completes the answer under sq_mu_ and then sees it.
-    if (idle && sq_.outstanding() >= kCorkDepth && sq_.front().seq <= s.answer_due) {
+    if (idle && sq_.outstanding() >= kCorkDepth && sq_.front().seq <= s.tx.answer_due()) {
         idle = false;
         s.corked.store(true, std::memory_order_release);
     }
-    enqueue(s, std::move(item));
+    s.tx.push(std::move(item));
     // Queued in sequence order (under sq_mu_); the send itself needs only s.mu, so the
     // completer can take sq_mu_ for the answers that arrive meanwhile instead of sleeping.
     sq.unlock();
