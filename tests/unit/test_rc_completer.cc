@@ -10,7 +10,7 @@
 #include <set>
 #include <vector>
 
-#include "../support/mem_stream.h"
+#include "../support/frame_input.h"
 #include "common/ranked_mutex.h"
 #include "provider/rc/completer.h"
 #include "provider/rc/send_queue.h"
@@ -71,30 +71,9 @@ class RcCompleterTest : public ::testing::Test {
         h.aux = seq;
         bytes(&h, sizeof(h));
     }
-    void bytes(const void *p, size_t n) {
-        std::lock_guard lk(in_->mu);
-        auto *c = static_cast<const char *>(p);
-        in_->bytes.insert(in_->bytes.end(), c, c + n);
-    }
-    size_t unread() {
-        std::lock_guard lk(in_->mu);
-        return in_->bytes.size();
-    }
-    // Reads until the stream has nothing left or the completer stops.
-    Step read() {
-        Step st;
-        do {
-            st = completer_.read(io_, disc_);
-        } while (st == Step::kBlock && unread() > 0);
-        return st;
-    }
-    std::vector<ibv_wc> wcs() {
-        std::vector<ibv_wc> out;
-        ibv_wc wc;
-        int got = 0;
-        while (cq_.get_wc(1, &wc, &got) == 0 && got == 1) out.push_back(wc);
-        return out;
-    }
+    void bytes(const void *p, size_t n) { input_.bytes(p, n); }
+    Step read() { return input_.read(completer_); }
+    std::vector<ibv_wc> wcs() { return memio::take_wcs(cq_); }
     // The statuses of what completed, in order.
     std::vector<ibv_wc_status> statuses() {
         std::vector<ibv_wc_status> out;
@@ -124,10 +103,7 @@ class RcCompleterTest : public ::testing::Test {
     uint32_t remote_qp_ = 77;
     FakeHost host_;
     Completer completer_;
-    std::shared_ptr<memio::Channel> in_ = std::make_shared<memio::Channel>();
-    std::shared_ptr<memio::Channel> out_ = std::make_shared<memio::Channel>();
-    memio::MemStream io_{in_, out_};
-    std::atomic<bool> disc_{false};
+    memio::FrameInput input_;
 };
 
 TEST_F(RcCompleterTest, AnAckCompletesEverythingUpToItInOrder) {
@@ -333,7 +309,7 @@ TEST_F(RcCompleterTest, MalformedAnswersAreLost) {
         h.length = c.length;
         h.aux = c.seq;
         bytes(&h, sizeof(h));
-        EXPECT_EQ(fresh.read(io_, disc_), Step::kFatal);
+        EXPECT_EQ(fresh.read(input_.io, input_.disc), Step::kFatal);
         ASSERT_NE(fresh.end().why, nullptr);
         EXPECT_STREQ(fresh.end().why, c.why);
         EXPECT_TRUE(fresh.end().protocol);
@@ -348,7 +324,7 @@ TEST_F(RcCompleterTest, TheDisconnectEndsTheInput) {
     answer(Op::kDisconnect, 0);
     answer(Op::kAck, 2);  // never read: nothing follows a Disconnect
     EXPECT_EQ(read(), Step::kStop);
-    EXPECT_TRUE(disc_);
+    EXPECT_TRUE(input_.disc);
     auto got = wcs();
     ASSERT_EQ(got.size(), 1u);
     EXPECT_EQ(got[0].wr_id, 1u);
@@ -359,7 +335,7 @@ TEST_F(RcCompleterTest, TheDisconnectEndsTheInput) {
 
 TEST_F(RcCompleterTest, TheStreamsEndIsItsCause) {
     post(Op::kWrite, 1);
-    io_.shutdown(SHUT_RDWR);
+    input_.io.shutdown(SHUT_RDWR);
     EXPECT_EQ(read(), Step::kFatal);
     ASSERT_NE(completer_.end().why, nullptr);
     EXPECT_FALSE(completer_.end().protocol);

@@ -14,7 +14,7 @@
 #include <optional>
 #include <vector>
 
-#include "../support/mem_stream.h"
+#include "../support/frame_input.h"
 #include "provider/rc/opcode.h"
 #include "provider/rc/qp_internal.h"
 #include "provider/rc/responder.h"
@@ -115,34 +115,13 @@ class RcResponderTest : public ::testing::Test {
         request(Op::kWrite, n, addr(off), region_->rkey(), flags);
         bytes(text, n);
     }
-    void bytes(const void *p, size_t n) {
-        std::lock_guard lk(in_->mu);
-        auto *c = static_cast<const char *>(p);
-        in_->bytes.insert(in_->bytes.end(), c, c + n);
-    }
-    size_t unread() {
-        std::lock_guard lk(in_->mu);
-        return in_->bytes.size();
-    }
+    void bytes(const void *p, size_t n) { input_.bytes(p, n); }
     uint64_t addr(uint32_t off) const { return reinterpret_cast<uintptr_t>(mem_ + off); }
     prov::RecvWr recv(uint64_t id, uint32_t off, uint32_t len, bool usable = true) {
         return prov::RecvWr{region_, mem_ + off, len, id, usable};
     }
-    // Reads until the stream has nothing left or the responder stops.
-    Step read() {
-        Step st;
-        do {
-            st = responder_.read(io_, disc_);
-        } while (st == Step::kBlock && unread() > 0);
-        return st;
-    }
-    std::vector<ibv_wc> wcs() {
-        std::vector<ibv_wc> out;
-        ibv_wc wc;
-        int got = 0;
-        while (cq_.get_wc(1, &wc, &got) == 0 && got == 1) out.push_back(wc);
-        return out;
-    }
+    Step read() { return input_.read(responder_); }
+    std::vector<ibv_wc> wcs() { return memio::take_wcs(cq_); }
     void expect_nak(NakStatus st, uint64_t seq) {
         ASSERT_EQ(host_.answers.size(), 1u);
         const FrameHeader &h = host_.answers[0].h;
@@ -169,10 +148,7 @@ class RcResponderTest : public ::testing::Test {
     uint32_t remote_qp_ = 77;
     FakeHost host_;
     Responder responder_;
-    std::shared_ptr<memio::Channel> in_ = std::make_shared<memio::Channel>();
-    std::shared_ptr<memio::Channel> out_ = std::make_shared<memio::Channel>();
-    memio::MemStream io_{in_, out_};
-    std::atomic<bool> disc_{false};
+    memio::FrameInput input_;
 };
 
 TEST_F(RcResponderTest, AWriteIsPlacedExecutedAndOwesItsAck) {
@@ -408,7 +384,7 @@ TEST_F(RcResponderTest, TheDisconnectStopsTheStream) {
     request(Op::kDisconnect, 0, 0, 0);
     write(8, "def");  // never read
     EXPECT_EQ(read(), Step::kStop);
-    EXPECT_TRUE(disc_);
+    EXPECT_TRUE(input_.disc);
     EXPECT_EQ(std::memcmp(mem_, "abc", 3), 0);
     EXPECT_EQ(mem_[8], 0);
 }
