@@ -59,8 +59,6 @@ class Completer {
 
     // sq_mu held from here on.
     bool error() const noexcept { return error_; }
-    // The receive side failed (its completion goes first); a NAK's flush follows.
-    void set_error() noexcept { error_ = true; }
     uint32_t unreclaimed() const noexcept { return unreclaimed_; }
     // The error state: everything outstanding completes with IBV_WC_WR_FLUSH_ERR, then the
     // receives (Host).

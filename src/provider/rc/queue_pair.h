@@ -7,13 +7,13 @@
 //
 // Roles, after soft-RoCE: the requester (requester.cc) turns posted work requests into frames on
 // application threads and into the send queue (SendQueue, send_queue.h); the responder
-// (responder.cc) executes the peer's requests against registered memory; the completer
-// (Completer, completer.h, an object of its own) reads the answers through its FrameReader,
-// completes the send queue in order and fills the CQ. The engine thread runs the responder;
-// the completer runs there too, or on an application thread that waits on or polls its CQ
-// (drive, poll_once): whoever holds a stream's rx_mu reads it. Frames go out in qp_transmit.cc,
-// come in in qp_receive.cc (both through a FrameReader, frame_reader.h); tear-down is in
-// qp_close.cc.
+// (Responder, responder.h) executes the peer's requests against registered memory; the
+// completer (Completer, completer.h) completes the send queue in order and fills the CQ. Each
+// of those two reads its stream through its own FrameReader (frame_reader.h) and reaches this
+// queue pair only through its Host. The engine thread runs the responder; the completer runs
+// there too, or on an application thread that waits on or polls its CQ (drive, poll_once):
+// whoever holds a stream's rx_mu reads it. Frames wait in a TxQueue per stream (tx_queue.h)
+// and go out in qp_transmit.cc; qp_receive.cc steers the reads; tear-down is in qp_close.cc.
 //
 // Lock order (RankedMutex checks it in Debug and sanitizer builds):
 //   Stream::rx_mu (0) -> sq_mu_ (1) -> cm_mu_ (2) -> Stream::mu (3)
