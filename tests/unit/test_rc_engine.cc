@@ -19,6 +19,7 @@
 
 #include "../support/mem_stream.h"
 #include "provider/rc/byte_stream.h"
+#include "provider/rc/qp_internal.h"
 #include "provider/rc/queue_pair.h"
 #include "provider/soft/compl_channel.h"
 #include "provider/soft/cq.h"
@@ -77,6 +78,10 @@ struct QpTestAccess {
     static void resume(QueuePair &qp) { qp.resume_now(); }
     // EPOLLOUT on the answer stream, as the engine handles it.
     static void writable(QueuePair &qp) { qp.on_writable(qp.resp(), true); }
+    static size_t answers(QueuePair &qp) {
+        std::lock_guard lk(qp.resp().mu);
+        return qp.resp().tx.size();
+    }
     static bool stalled(QueuePair &qp) {
         std::lock_guard lk(qp.resp().mu);
         return qp.resp().stalled;
@@ -127,7 +132,7 @@ class RcEngineTest : public ::testing::Test {
     void make(Side &side, bool client, ByteStream *main, ByteStream *join) {
         side.cq = std::make_unique<Cq>(&side.channel, false);
         QpConfig cfg;
-        cfg.sq_size = 16;
+        cfg.sq_size = sq_size_;
         cfg.rq_size = 16;
         cfg.cq = side.cq.get();
         cfg.recv_cq = side.cq.get();
@@ -181,6 +186,7 @@ class RcEngineTest : public ::testing::Test {
     std::vector<std::unique_ptr<MemStream>> streams_;
     Side client_, server_;
     std::shared_ptr<Channel> server_answers_;  // the server's answers to the client's requests
+    uint32_t sq_size_ = 16;                    // set before SetUp
 };
 
 TEST_F(RcEngineTest, WritePlacesDataAndCompletes) {
@@ -249,6 +255,43 @@ TEST_F(RcEngineTest, AWriteWaitsForTheReadAnswerBeforeIt) {
     ASSERT_TRUE(next_wc(client_, &wc));
     EXPECT_EQ(wc.wr_id, 2u);
     EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
+// A send queue deep enough to leave more answers queued than the responder may hold.
+class RcEngineDeepTest : public RcEngineTest {
+  protected:
+    void SetUp() override {
+        sq_size_ = 2 * kMaxQueuedAnswers;
+        RcEngineTest::SetUp();
+    }
+};
+
+// A peer that does not read its answers cannot make the responder queue more than
+// kMaxQueuedAnswers of them: the next request waits (answers full), unread, until they leave.
+TEST_F(RcEngineDeepTest, AnswersFullHoldTheNextRequestBack) {
+    {
+        std::lock_guard lk(server_answers_->mu);
+        server_answers_->capacity = 0;
+    }
+    constexpr uint64_t kReads = kMaxQueuedAnswers + 1;
+    for (uint64_t i = 1; i <= kReads; ++i)
+        ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kRead, i, 0, 0, 0)), 0);
+    QpTestAccess::step(*client_.qp);  // the corked posts out
+    QpTestAccess::step(*server_.qp);
+    EXPECT_TRUE(QpTestAccess::stalled(*server_.qp));
+    EXPECT_EQ(QpTestAccess::answers(*server_.qp), kMaxQueuedAnswers);
+    {
+        std::lock_guard lk(server_answers_->mu);
+        server_answers_->capacity = 256 * 1024;
+    }
+    QpTestAccess::writable(*server_.qp);  // they leave, and the last read goes on
+    EXPECT_FALSE(QpTestAccess::stalled(*server_.qp));
+    ibv_wc wc;
+    for (uint64_t i = 1; i <= kReads; ++i) {
+        ASSERT_TRUE(next_wc(client_, &wc));
+        EXPECT_EQ(wc.wr_id, i);
+        EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    }
 }
 
 TEST_F(RcEngineTest, AtomicWriteStoresTheValue) {
