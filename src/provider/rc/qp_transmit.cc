@@ -1,5 +1,6 @@
-// The transmit side of both streams: frames queued under Stream::mu in a TxQueue (tx_queue.h),
-// what becomes of one whose region vanished, and the engine's interest in room to send.
+// The transmit side of both streams: posts handed to the requester (requester.h) and
+// receives, frames queued under Stream::mu in a TxQueue (tx_queue.h), what becomes of one whose
+// region vanished, and the engine's interest in room to send.
 #include <sys/socket.h>
 
 #include "common/log.h"
@@ -7,6 +8,64 @@
 #include "provider/rc/queue_pair.h"
 
 namespace rpma::rc {
+
+int QueuePair::post_send(prov::SendWr wr) {
+    // In a forked child the sockets are the parent's: a frame from here would corrupt its stream.
+    if (int ret = engine_->check_process("the connection")) return ret;
+    std::unique_lock lk(sq_mu_);
+    Cm cm;
+    bool disc;
+    {
+        std::lock_guard clk(cm_mu_);
+        cm = cm_;
+        disc = disc_sent_;
+    }
+    if (cm == Cm::kIdle || cm == Cm::kConnecting || cm == Cm::kAwaitReply) {
+        RPMA_LOG_ERROR("the connection is not established yet");
+        return RPMA_E_PROVIDER;
+    }
+    bool open = !(cm == Cm::kDone || cm == Cm::kClosing || disc);
+    std::optional<TxItem> item;
+    int ret = requester_.post(std::move(wr), open, responder_.executed(), item);
+    if (!item) return ret;
+    Stream &s = req();
+    std::lock_guard tlk(s.mu);
+    // Frames already queued mean the socket is full and the engine sends on EPOLLOUT, or they
+    // are corked; this one joins them (and goes out in the same sendmsg).
+    bool idle = s.tx.empty();
+    // Corked: many requests are in flight and one whose answer will come has left (the send
+    // queue holds a contiguous range of sequence numbers), so the thread that reads that answer
+    // sends this frame (finish_read), with every other posted by then, in one sendmsg. Set before
+    // sq_mu_ is released: that reader completes the answer under sq_mu_ and then sees it.
+    if (idle && sq_.outstanding() >= kCorkDepth && sq_.front().seq <= s.tx.answer_due()) {
+        idle = false;
+        s.corked.store(true, std::memory_order_release);
+    }
+    s.tx.push(std::move(*item));
+    // Queued in sequence order (under sq_mu_); the send itself needs only s.mu, so the
+    // completer can take sq_mu_ for the answers that arrive meanwhile instead of sleeping.
+    lk.unlock();
+    if (idle) flush_tx(s);
+    return 0;
+}
+
+int QueuePair::post_recv(prov::RecvWr r) {
+    if (int ret = engine_->check_process("the connection")) return ret;
+    if (cfg_.srq) {
+        RPMA_LOG_ERROR("the connection receives through a shared RQ; use rpma_srq_recv");
+        return RPMA_E_PROVIDER;
+    }
+    bool err;
+    {
+        std::lock_guard lk(sq_mu_);
+        err = completer_.error();
+    }
+    if (err) {
+        responder_.flush_recv(r);
+        return 0;
+    }
+    return rq_.post(std::move(r));
+}
 
 void QueuePair::update_mask(Stream &s) {
     if (!s.key) return;
@@ -18,33 +77,12 @@ void QueuePair::update_mask(Stream &s) {
 
 bool QueuePair::region_vanished(Stream &s, TxItem &it) {
     bool started = s.tx.started(it);
-    bool message = it.hdr.op == static_cast<uint8_t>(Op::kSend) ||
-                   it.hdr.op == static_cast<uint8_t>(Op::kSendImm);
     if (is_request(it.hdr.op)) {
-        // The source was deregistered: the request completes with LOC_PROT_ERR in its turn. A
-        // frame not yet begun becomes an empty write the peer acknowledges; a write half sent
-        // is finished with zeros (the target range is then undefined, as after a failed RDMA
-        // write). A message half sent ends the connection: finished, it would complete the
-        // peer's receive, which on a NIC never sees its last packet and is flushed.
-        if (started && message && s.why) return false;  // found before; the stream is down
-        s.src_faults.push_back(it.seq);
-        faults_.fetch_add(1, std::memory_order_release);
-        if (started && message) {
-            RPMA_LOG_ERROR("a region was deregistered under a message in progress");
-            s.why = "a region was deregistered under a message in progress";
+        // the requester marks it and rewrites the frame, or says why the stream must end
+        if (const char *why = requester_.source_vanished(it, started, s.why)) {
+            s.why = why;
             return false;
         }
-        if (!started) {
-            it.hdr.op = static_cast<uint8_t>(Op::kWrite);
-            it.hdr.flags = kAckRequested;
-            it.hdr.length = 0;
-            it.hdr.rkey = 0;
-            it.hdr.addr = 0;
-            it.len = 0;
-        } else {
-            it.zero_fill = true;
-        }
-        it.data = nullptr;
     } else if (!started && it.hdr.op == static_cast<uint8_t>(Op::kReadResp)) {
         // A read whose source was deregistered before its answer began fails as an access
         // error; the responder then enters the error state.
@@ -65,14 +103,9 @@ bool QueuePair::region_vanished(Stream &s, TxItem &it) {
 }
 
 bool QueuePair::source_faulted(uint64_t seq) {
-    if (faults_.load(std::memory_order_acquire) == 0) return false;
-    Stream &s = req();
-    std::lock_guard lk(s.mu);
-    auto it = std::find(s.src_faults.begin(), s.src_faults.end(), seq);
-    if (it == s.src_faults.end()) return false;
-    s.src_faults.erase(it);
-    faults_.fetch_sub(1, std::memory_order_relaxed);
-    return true;
+    if (!requester_.has_faults()) return false;
+    std::lock_guard lk(req().mu);
+    return requester_.take_fault(seq);
 }
 
 bool QueuePair::flush_tx(Stream &s) {

@@ -1,6 +1,7 @@
 // The queue pair's construction and the helpers its parts share (qp_internal.h). The parts:
-// qp_close.cc (tear-down), requester.cc, qp_transmit.cc (frames out), qp_receive.cc (frames in),
-// responder.cc, completer.cc; the transport sets the connection up (tcp/queue_pair.cc).
+// qp_close.cc (tear-down), qp_transmit.cc (posts and frames out), qp_receive.cc (frames in),
+// requester.cc, responder.cc, completer.cc; the transport sets the connection up
+// (tcp/queue_pair.cc).
 #include "provider/rc/queue_pair.h"
 
 #include <unistd.h>
@@ -52,6 +53,7 @@ QueuePair::QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg,
       qp_num_(next_qp_num()),
       rq_(cfg.rq_size),
       completer_(sq_, sq_mu_, Completer::Target{cfg.cq, qp_num_, &remote_qp_}, *this),
+      requester_(sq_, completer_, cfg.sq_size),
       responder_(mrs, Responder::Target{cfg.recv_cq, qp_num_, &remote_qp_}, *this) {}
 
 QueuePair::~QueuePair() = default;

@@ -5,8 +5,9 @@
 // never the answers to our own. A transport (tcp/queue_pair.h) derives from it: it sets up the
 // two streams (connect, accept, its own handshake) and hands them over with establish_stream.
 //
-// Roles, after soft-RoCE: the requester (requester.cc) turns posted work requests into frames on
-// application threads and into the send queue (SendQueue, send_queue.h); the responder
+// Roles, after soft-RoCE: the requester (Requester, requester.h) turns posted work requests into
+// frames on application threads and into the send queue (SendQueue, send_queue.h), and keeps
+// the marks of requests whose source was deregistered; the responder
 // (Responder, responder.h) executes the peer's requests against registered memory; the
 // completer (Completer, completer.h) completes the send queue in order and fills the CQ. Each
 // of those two reads its stream through its own FrameReader (frame_reader.h) and reaches this
@@ -41,6 +42,7 @@
 #include "provider/rc/completer.h"
 #include "provider/rc/frame.h"
 #include "provider/rc/frame_reader.h"
+#include "provider/rc/requester.h"
 #include "provider/rc/responder.h"
 #include "provider/rc/send_queue.h"
 #include "provider/rc/tx_queue.h"
@@ -130,7 +132,6 @@ class QueuePair : public prov::QueuePair,
         bool wr_shut = false;
         bool drain_wait = false;              // the responder waits for the answers to leave
         std::atomic<bool> nak_queued{false};  // a read answer became a NAK: responder in error
-        std::vector<uint64_t> src_faults;     // requests whose source vanished before it was sent
         // Posts wait in tx for the answer reader to send them with its flush (post_send).
         std::atomic<bool> corked{false};
         RankedMutex rx_mu{kRxRank};  // whoever reads the stream holds it, a driving waiter too
@@ -165,8 +166,6 @@ class QueuePair : public prov::QueuePair,
     Stream &resp() noexcept { return is_client_ ? join_ : main_; }
 
     // tx
-    // sq_mu_ held (released here): a request's frame, queued in order, sent now or corked
-    void send_request(std::unique_lock<RankedMutex> &sq, TxItem item);
     bool region_vanished(Stream &s, TxItem &it);  // s.mu held; false: the stream must end
     bool flush_tx(Stream &s);                     // s.mu held; false on a broken stream
     void update_mask(Stream &s);                  // s.mu held
@@ -252,12 +251,12 @@ class QueuePair : public prov::QueuePair,
     Clock::time_point deadline_{};       // under cm_mu_: set-up or linger timeout
     std::vector<uint8_t> remote_pdata_;  // set before ESTABLISHED is queued, read after it
 
-    RankedMutex sq_mu_{kSqRank};       // the send queue, the requester's and completer's state
-    SendQueue sq_;                     // under sq_mu_
-    uint32_t unsignaled_run_ = 0;      // unsignaled WRs posted since the last ACK request
-    std::atomic<uint32_t> faults_{0};  // entries in req().src_faults
+    RankedMutex sq_mu_{kSqRank};  // the send queue, the requester's and completer's state
+    SendQueue sq_;                // under sq_mu_
     // the answers to our requests; reads req() under its rx_mu
     Completer completer_;
+    // the post path and the source-fault marks (under req().mu)
+    Requester requester_;
 
     // The peer's requests; whoever holds resp().rx_mu runs it (the engine thread, or an
     // application thread waiting on or polling the CQ).

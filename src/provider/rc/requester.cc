@@ -1,11 +1,11 @@
-// The requester: posted work requests become frames on our request stream (application
-// threads), and receives are posted.
-#include <sys/socket.h>
+// The requester: posted work requests become send queue entries and frames (application
+// threads); a deregistered source becomes a mark the completer turns into LOC_PROT_ERR.
+#include "provider/rc/requester.h"
+
+#include <algorithm>
 
 #include "common/log.h"
 #include "provider/rc/opcode.h"
-#include "provider/rc/qp_internal.h"
-#include "provider/rc/queue_pair.h"
 
 namespace rpma::rc {
 
@@ -20,34 +20,20 @@ static_assert(to_op(prov::WrOp::kSendImm) == Op::kSendImm &&
 
 }  // namespace
 
-int QueuePair::post_send(prov::SendWr wr) {
-    // In a forked child the sockets are the parent's: a frame from here would corrupt its stream.
-    if (int ret = engine_->check_process("the connection")) return ret;
+int Requester::post(prov::SendWr wr, bool open, uint64_t ack, std::optional<TxItem> &frame) {
     Op op = to_op(wr.op);
     // the domain's regions are all Regions
     auto local_region = std::static_pointer_cast<Region>(std::move(wr.local_region));
-    std::unique_lock lk(sq_mu_);
-    Cm cm;
-    bool disc;
-    {
-        std::lock_guard clk(cm_mu_);
-        cm = cm_;
-        disc = disc_sent_;
-    }
-    if (cm == Cm::kIdle || cm == Cm::kConnecting || cm == Cm::kAwaitReply) {
-        RPMA_LOG_ERROR("the connection is not established yet");
-        return RPMA_E_PROVIDER;
-    }
-    if (completer_.error() || cm == Cm::kDone || cm == Cm::kClosing || disc) {
+    if (completer_.error() || !open) {
         // as verbs: a QP in the error state takes the request and flushes it
         completer_.flush_post(wr.wr_id, op, wr.signaled);
         return 0;
     }
-    if (sq_.outstanding() + completer_.unreclaimed() >= cfg_.sq_size) {
+    if (sq_.outstanding() + completer_.unreclaimed() >= sq_size_) {
         RPMA_LOG_ERROR(
             "send queue full (%u entries: %zu in flight from #%llu, %u done "
             "unsignaled); signal a completion more often",
-            cfg_.sq_size, sq_.outstanding(),
+            sq_size_, sq_.outstanding(),
             static_cast<unsigned long long>(sq_.empty() ? 0 : sq_.front().seq),
             completer_.unreclaimed());
         return RPMA_E_PROVIDER;
@@ -59,7 +45,7 @@ int QueuePair::post_send(prov::SendWr wr) {
     h.op = static_cast<uint8_t>(op);
     h.flags = wr.persistent ? kFlushPersistent : 0;
     // Only signaled requests need a prompt ACK; unsignaled ones ask now and then to free slots.
-    if (wr.signaled || ++unsignaled_run_ >= std::max(1u, cfg_.sq_size / 2)) {
+    if (wr.signaled || ++unsignaled_run_ >= std::max(1u, sq_size_ / 2)) {
         h.flags |= kAckRequested;
         unsignaled_run_ = 0;
     }
@@ -77,50 +63,47 @@ int QueuePair::post_send(prov::SendWr wr) {
     }
     // Everything of the peer's we executed (a receive it reacts to, say) completes at the peer
     // before this request does anything there.
-    h.ack = responder_.executed();
-    TxItem item{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr, seq};
-    if (carries && wr.len) item.guard = std::move(local_region);
-    send_request(lk, std::move(item));
+    h.ack = ack;
+    frame.emplace(TxItem{h, carries ? wr.local : nullptr, carries ? wr.len : 0u, nullptr, seq});
+    if (carries && wr.len) frame->guard = std::move(local_region);
     return 0;
 }
 
-void QueuePair::send_request(std::unique_lock<RankedMutex> &sq, TxItem item) {
-    Stream &s = req();
-    std::lock_guard tlk(s.mu);
-    // Frames already queued mean the socket is full and the engine sends on EPOLLOUT, or they
-    // are corked; this one joins them (and goes out in the same sendmsg).
-    bool idle = s.tx.empty();
-    // Corked: many requests are in flight and one whose answer will come has left (the send
-    // queue holds a contiguous range of sequence numbers), so the thread that reads that answer
-    // sends this frame (finish_read), with every other posted by then, in one sendmsg. Set before
-    // sq_mu_ is released: that reader completes the answer under sq_mu_ and then sees it.
-    if (idle && sq_.outstanding() >= kCorkDepth && sq_.front().seq <= s.tx.answer_due()) {
-        idle = false;
-        s.corked.store(true, std::memory_order_release);
+const char *Requester::source_vanished(TxItem &it, bool started, const char *down) {
+    bool message = it.hdr.op == static_cast<uint8_t>(Op::kSend) ||
+                   it.hdr.op == static_cast<uint8_t>(Op::kSendImm);
+    // The request completes with LOC_PROT_ERR in its turn. A frame not yet begun becomes an
+    // empty write the peer acknowledges; a write half sent is finished with zeros (the target
+    // range is then undefined, as after a failed RDMA write). A message half sent ends the
+    // connection: finished, it would complete the peer's receive, which on a NIC never sees its
+    // last packet and is flushed.
+    if (started && message && down) return down;  // found before; the stream is down
+    src_faults_.push_back(it.seq);
+    faults_.fetch_add(1, std::memory_order_release);
+    if (started && message) {
+        RPMA_LOG_ERROR("a region was deregistered under a message in progress");
+        return "a region was deregistered under a message in progress";
     }
-    s.tx.push(std::move(item));
-    // Queued in sequence order (under sq_mu_); the send itself needs only s.mu, so the
-    // completer can take sq_mu_ for the answers that arrive meanwhile instead of sleeping.
-    sq.unlock();
-    if (idle) flush_tx(s);
+    if (!started) {
+        it.hdr.op = static_cast<uint8_t>(Op::kWrite);
+        it.hdr.flags = kAckRequested;
+        it.hdr.length = 0;
+        it.hdr.rkey = 0;
+        it.hdr.addr = 0;
+        it.len = 0;
+    } else {
+        it.zero_fill = true;
+    }
+    it.data = nullptr;
+    return nullptr;
 }
 
-int QueuePair::post_recv(prov::RecvWr r) {
-    if (int ret = engine_->check_process("the connection")) return ret;
-    if (cfg_.srq) {
-        RPMA_LOG_ERROR("the connection receives through a shared RQ; use rpma_srq_recv");
-        return RPMA_E_PROVIDER;
-    }
-    bool err;
-    {
-        std::lock_guard lk(sq_mu_);
-        err = completer_.error();
-    }
-    if (err) {
-        responder_.flush_recv(r);
-        return 0;
-    }
-    return rq_.post(std::move(r));
+bool Requester::take_fault(uint64_t seq) {
+    auto it = std::find(src_faults_.begin(), src_faults_.end(), seq);
+    if (it == src_faults_.end()) return false;
+    src_faults_.erase(it);
+    faults_.fetch_sub(1, std::memory_order_relaxed);
+    return true;
 }
 
 }  // namespace rpma::rc
