@@ -1,7 +1,8 @@
 // The frames queued on one stream, in order, and the gather-send that takes them: a payload goes
 // straight from its region, held across the call (deregistration waits for it, and no byte of
 // the region is read after). A frame whose region is gone stops the send; its owner decides
-// what it becomes (tx_vanished in qp_transmit.cc). The caller holds the stream's lock.
+// what it becomes (QueuePair::region_vanished in qp_transmit.cc). The caller holds the stream's
+// lock.
 #pragma once
 
 #include <sys/uio.h>
