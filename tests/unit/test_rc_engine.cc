@@ -14,6 +14,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -532,6 +533,53 @@ TEST_F(RcEngineTest, PeerVanishingMidStreamIsClosed) {
     auto e = client_.events.try_pop();
     ASSERT_TRUE(e.has_value());
     EXPECT_EQ(*e, RPMA_CONN_CLOSED);
+}
+
+// The server acknowledged the send and then its process ended (both streams close), but the
+// client reads its request stream's end before the answer stream: the ACK there still counts,
+// as on a NIC, where what the peer sent before it went away arrives in order on the one wire
+// (fidelity.memory.read_src_dereg: the send ahead of the reads completed WR_FLUSH_ERR).
+TEST_F(RcEngineTest, AnAckSentBeforeThePeersEndStillCompletes) {
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 64)), 0);
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kSend, 11, 0, 8, 0)), 0);
+    QpTestAccess::step(*client_.qp);   // the send goes out
+    QpTestAccess::serve(*server_.qp);  // executed, and its ACK sent
+    ibv_wc wc;
+    int got = 0;
+    ASSERT_EQ(server_.cq->get_wc(1, &wc, &got), 0);
+    EXPECT_EQ(wc.wr_id, 21u);
+    streams_[2]->shutdown(SHUT_RDWR);
+    streams_[3]->shutdown(SHUT_RDWR);
+    // join (the server's requests) first: its end is seen before the ACK on main
+    ASSERT_TRUE(next_wc(client_, &wc, true));
+    EXPECT_EQ(wc.wr_id, 11u);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    std::optional<rpma_conn_event> e;
+    for (int i = 0; i < 50 && !(e = client_.events.try_pop()); ++i)
+        QpTestAccess::step(*client_.qp);  // then the answer stream's end
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(*e, RPMA_CONN_CLOSED);
+}
+
+// Only the request stream ends: the answer stream may still bring ACKs, so the connection
+// waits for its end, and a peer that never ends it loses the connection after a grace
+// (kLastAnswersWait), with what is outstanding flushed.
+TEST_F(RcEngineTest, ARequestStreamEndAloneLosesTheConnectionAfterAGrace) {
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kSend, 11, 0, 8, 0)), 0);  // no receive
+    QpTestAccess::step(*client_.qp);
+    streams_[3]->shutdown(SHUT_RDWR);  // the server's requests to the client end, nothing else
+    QpTestAccess::step(*client_.qp, true);
+    ibv_wc wc;
+    int got = 0;
+    EXPECT_EQ(client_.cq->get_wc(1, &wc, &got), RPMA_E_NO_COMPLETION);  // not yet
+    std::optional<rpma_conn_event> e;
+    for (int i = 0; i < 2000 && !(e = client_.events.try_pop()); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the engine's timer
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(*e, RPMA_CONN_CLOSED);
+    ASSERT_EQ(client_.cq->get_wc(1, &wc, &got), 0);
+    EXPECT_EQ(wc.wr_id, 11u);
+    EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
 }
 
 // A stream whose writes fail as a shm ring's do on a bad index (EPROTO): an error that, unlike

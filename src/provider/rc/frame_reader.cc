@@ -15,6 +15,7 @@ constexpr std::chrono::microseconds kRestOfMessageWait{20};
 void FrameReader::io_end(ssize_t n, int err, const char *eof_why) noexcept {
     if (end_.why) return;  // the first cause
     end_.peer_end = ended_by_peer(n, err);
+    end_.eof = n == 0;
     end_.why = n == 0 ? eof_why : strerror(err);
 }
 

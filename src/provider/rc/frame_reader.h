@@ -32,6 +32,7 @@ struct ReadEnd {
     const char *why = nullptr;
     bool peer_end = false;  // the peer's kernel ended the stream (its process is gone)
     bool protocol = false;
+    bool eof = false;  // the stream ended in order (not reset, not failed)
 };
 
 class FrameReader {

@@ -223,11 +223,12 @@ void QueuePair::maybe_closed() {
 void QueuePair::on_timer() {
     check_lent();
     Cm cm;
-    Clock::time_point dl;
+    Clock::time_point dl, answers_due;
     {
         std::lock_guard lk(cm_mu_);
         cm = cm_;
         dl = deadline_;
+        answers_due = answers_due_;
     }
     if (cm == Cm::kClosing) {
         if (Clock::now() < dl) return;
@@ -236,6 +237,9 @@ void QueuePair::on_timer() {
         return;
     }
     if (closed_) return;
+    // the peer ended its requests' stream but never its answers' (finish_read)
+    if (cm == Cm::kEstablished && answers_due != Clock::time_point{} && Clock::now() >= answers_due)
+        lost(resp(), "the peer ended its requests' stream");
     if ((cm == Cm::kConnecting || cm == Cm::kAwaitReply) && Clock::now() >= dl) {
         RPMA_LOG_NOTICE("connection set-up timed out");
         fail_connect(RPMA_CONN_UNREACHABLE);

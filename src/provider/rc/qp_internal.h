@@ -47,6 +47,9 @@ constexpr int kRxBudget = 4;
 constexpr auto kLendCheck = std::chrono::milliseconds(1);
 // How long a deleted connection waits for the peer to take our Disconnect and close its end.
 constexpr auto kLingerTimeout = std::chrono::seconds(2);
+// How long the answer stream may stay open once the peer ended its request stream: both end
+// together when its process ends or it loses the connection, so this bounds only a broken peer.
+constexpr auto kLastAnswersWait = std::chrono::seconds(2);
 // Answers queued behind a full socket before the responder stops taking requests: a peer that
 // does not read its answers stalls only its own connection, never our memory.
 constexpr size_t kMaxQueuedAnswers = 64;

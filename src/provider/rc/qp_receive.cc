@@ -372,7 +372,36 @@ void QueuePair::read_stream(Stream &s, ByteStream::Reader who) {
 void QueuePair::finish_read(Stream &s, Step st) {
     bool responder = !s.answers_in;
     if (st == Step::kFatal) {
-        if (!s.disc_rx) lost(s, "protocol error");
+        if (s.disc_rx) return;
+        if (responder && responder_.end().eof && s.why == responder_.end().why) {
+            // The peer ended the stream of its requests in order; its ACKs of ours, sent before
+            // that, may still wait on the answer stream (two streams, not one wire). Its reader
+            // finds them and then that stream's end; a peer that never ends it loses the
+            // connection when kLastAnswersWait passes (on_timer). (A reset ends it at once.)
+            Stream &a = req();
+            bool open;
+            {
+                std::lock_guard lk(a.mu);
+                open = a.rx_on;
+            }
+            if (open) {
+                {
+                    std::lock_guard lk(s.mu);
+                    s.rx_on = false;
+                    update_mask(s);
+                }
+                Clock::time_point due = Clock::now() + kLastAnswersWait;
+                bool first;
+                {
+                    std::lock_guard lk(cm_mu_);
+                    first = answers_due_ == Clock::time_point{};
+                    if (first) answers_due_ = due;
+                }
+                if (first) engine_->add_timer(due, weak_from_this());
+                return;
+            }
+        }
+        lost(s, "protocol error");
         return;
     }
     if (responder && !answer_now()) {

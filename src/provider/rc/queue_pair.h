@@ -244,11 +244,12 @@ class QueuePair : public prov::QueuePair,
     std::atomic<bool> closed_{false};  // close() ran: engine-thread work must not touch the CQs
     RecvQueue rq_;
 
-    RankedMutex cm_mu_{kCmRank};  // cm_, disc_sent_, deadline_
+    RankedMutex cm_mu_{kCmRank};  // cm_, disc_sent_, deadline_, answers_due_
     Cm cm_ = Cm::kIdle;
     bool disc_sent_ = false;
     bool disc_done_ = false;             // engine thread: our Disconnect frames are queued
     Clock::time_point deadline_{};       // under cm_mu_: set-up or linger timeout
+    Clock::time_point answers_due_{};    // under cm_mu_: the peer's requests ended (finish_read)
     std::vector<uint8_t> remote_pdata_;  // set before ESTABLISHED is queued, read after it
 
     RankedMutex sq_mu_{kSqRank};  // the send queue, the requester's and completer's state
