@@ -57,12 +57,24 @@ build() { # build NAME BUILD_DIR SANITIZE [extra cmake args...]
         cmake --build "$dir" -j"$(nproc)" && built[$dir]=1
 }
 
+# isolated CMD...: runs CMD in a network namespace of its own with its own loopback, where this
+# user may create one (root), so the suite's fixed ports (27001, 26012, ...) are never taken by
+# another run of it on the same host (a second checkout, CI beside a developer). Otherwise, or
+# with RPMA_TEST_NETNS=0, on the host's loopback.
+isolated() {
+    if [[ ${RPMA_TEST_NETNS:-1} != 0 ]] && unshare -n true 2>/dev/null; then
+        unshare -n -- bash -c 'ip link set lo up && exec "$@"' isolated "$@"
+    else
+        "$@"
+    fi
+}
+
 run() { # run NAME BUILD_DIR SANITIZE [extra cmake args...]
     local name=$1 dir=$2
     shift
     build "$name" "$@" || return
     echo "=== $name: test $dir"
-    (cd "$dir" && ctest --output-on-failure -j2 --timeout 300 -LE guest)
+    (cd "$dir" && isolated ctest --output-on-failure -j2 --timeout 300 -LE guest)
 }
 
 guest() { # the soft-RoCE guest's stage (tests/guest): alone, so nothing competes for the CPUs
