@@ -66,6 +66,14 @@ struct QpTestAccess {
         QueuePair::Stream *first = join_first ? &qp.join_ : &qp.main_;
         QueuePair::Stream *second = join_first ? &qp.main_ : &qp.join_;
         for (QueuePair::Stream *s : {first, second}) {
+            if (s == &qp.resp()) {
+                {
+                    std::lock_guard lk(s->mu);
+                    qp.flush_tx(*s);
+                }
+                serve(qp);  // the responder task's, as the engine's events run it
+                continue;
+            }
             std::lock_guard rl(s->rx_mu);
             bool readable;
             {
@@ -76,7 +84,11 @@ struct QpTestAccess {
             if (readable) qp.read_stream(*s);
         }
     }
-    static void resume(QueuePair &qp) { qp.resume_now(); }
+    // What the engine does when a receive is posted (recv_posted), on this thread.
+    static void resume(QueuePair &qp) {
+        qp.responder_resume_.store(true);
+        serve(qp);
+    }
     // EPOLLOUT on the answer stream, as the engine handles it.
     static void writable(QueuePair &qp) { qp.on_writable(qp.resp(), true); }
     static size_t answers(QueuePair &qp) {
@@ -87,11 +99,8 @@ struct QpTestAccess {
         std::lock_guard lk(qp.resp().mu);
         return qp.resp().stalled;
     }
-    // Reads the peer's requests only, as the engine's responder does.
-    static void serve(QueuePair &qp) {
-        std::lock_guard rl(qp.resp().rx_mu);
-        qp.read_stream(qp.resp());
-    }
+    // Reads the peer's requests only, as the engine's responder does (or arms its runner).
+    static void serve(QueuePair &qp) { qp.run_responder(ByteStream::Reader::kWaiter); }
     static bool in_error(QueuePair &qp) {
         std::lock_guard lk(qp.sq_mu_);
         return qp.completer_.error();

@@ -1,12 +1,14 @@
-// A connection lost on an application thread that holds a stream's rx_mu, while the engine
-// thread waits for that rx_mu (issue 21): the thread in serve_requests reads the peer's
-// requests under resp().rx_mu, the read fails, and lost() removes the streams from the engine;
-// meanwhile the engine runs resume_now, which blocks on the same rx_mu. Had lost() waited for
-// the engine (Engine::remove -> run_sync) with the lock held, neither thread would ever go on.
+// A connection lost on an application thread that runs the responder, while the engine wants
+// it too (issue 21). Before the responder became a task (docs/rc-rebuild.md, step f1), the
+// thread in serve_requests read the peer's requests under resp().rx_mu and the engine, resuming
+// the responder after a receive was posted, waited for that rx_mu; had lost() then waited for
+// the engine, neither thread would have gone on. Now the engine's resume only arms the running
+// task: the engine comes back at once while the failing read is still blocked, and the runner
+// passes again after the loss.
 //
 // The interleaving is driven by handshakes, not timing: an in-memory stream whose read blocks
-// until the test lets it fail, and RankedMutex's wait hook, which says when the engine thread
-// is about to wait for rx_mu. Every wait is bounded; a deadlock fails the test (and ends the
+// until the test lets it fail, and RankedMutex's wait hook, which says whether the engine thread
+// ever waits for resp().rx_mu. Every wait is bounded; a deadlock fails the test (and ends the
 // process, whose threads cannot be joined) instead of hanging it.
 #include <gtest/gtest.h>
 #include <librpma.h>
@@ -27,6 +29,7 @@
 #include "common/ranked_mutex.h"
 #include "provider/rc/byte_stream.h"
 #include "provider/rc/queue_pair.h"
+#include "provider/rc/task.h"
 #include "provider/soft/compl_channel.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/engine.h"
@@ -121,6 +124,7 @@ class EngineQp final : public QueuePair {
                establish_stream(join_, EPOLLIN);
     }
     const RankedMutex *resp_rx_mu() { return &resp().rx_mu; }
+    Task::State responder_state() const { return responder_task_.state(); }
     bool registered() {
         for (Stream *s : {&main_, &join_}) {
             std::lock_guard lk(s->mu);
@@ -133,17 +137,17 @@ class EngineQp final : public QueuePair {
     void setup_events(Stream &, uint32_t) override {}
 };
 
-// The wait hook's view of the test: which mutex, which engine, and whom to tell.
+// The wait hook's view of the test: which mutex, which engine, and whether it waited.
 std::atomic<const RankedMutex *> g_target{nullptr};
 std::atomic<Engine *> g_engine{nullptr};
-Gate *g_engine_waits = nullptr;
+std::atomic<bool> g_engine_waited{false};
 
 void on_lock_wait(const RankedMutex *m) {
     Engine *e = g_engine.load();
-    if (m == g_target.load() && e && e->in_loop()) g_engine_waits->open();
+    if (m == g_target.load() && e && e->in_loop()) g_engine_waited = true;
 }
 
-TEST(RcLostDeadlock, FatalReadUnderRxMuWhileEngineWaitsForIt) {
+TEST(RcLostDeadlock, FatalReadInTheRespondersPassWhileTheEngineResumesIt) {
     Engine engine;
     ASSERT_TRUE(engine.ok());
     MrTable mrs;
@@ -161,28 +165,32 @@ TEST(RcLostDeadlock, FatalReadUnderRxMuWhileEngineWaitsForIt) {
     ASSERT_TRUE(qp->establish(&requests, &answers));
     ASSERT_TRUE(qp->registered());
 
-    Gate engine_waits;
-    g_engine_waits = &engine_waits;
     g_engine = &engine;
     g_target = qp->resp_rx_mu();
     RankedMutex::set_wait_hook(on_lock_wait);
 
     // 1. An application thread serves the peer's requests (as a waiter on the CQ does): it
-    //    takes resp().rx_mu and reads, and the read stops inside until released.
+    //    runs the responder task, and the read stops inside its pass until released.
     requests.arm_fault();
     auto served = std::async(std::launch::async, [&] { qp->serve_requests(); });
     if (!requests.entered.wait()) give_up("serve_requests never reached the read");
-    // 2. A receive is posted: the engine resumes the responder (resume_now) and waits for the
-    //    rx_mu the reader holds.
+    // 2. A receive is posted: the engine resumes the responder, which only arms the running
+    //    task, and comes back (run_sync runs after the posted resume).
     qp->recv_posted();
-    if (!engine_waits.wait()) give_up("the engine never waited for rx_mu in resume_now");
-    // 3. The read fails: the connection is lost on the application thread, rx_mu still held.
+    auto turned = std::async(std::launch::async, [&] { engine.run_sync([] {}); });
+    if (turned.wait_for(kBound) != std::future_status::ready)
+        give_up("the engine waits for the responder's runner");
+    EXPECT_EQ(qp->responder_state(), Task::State::kArmed);
+    // 3. The read fails: the connection is lost on the application thread, which passes once
+    //    more for the resume and lets the task go.
     requests.release.open();
     if (served.wait_for(kBound) != std::future_status::ready)
-        give_up("lost() under rx_mu waits for the engine, which waits for rx_mu");
+        give_up("lost() in the responder's pass waits for the engine");
     served.get();
     RankedMutex::set_wait_hook(nullptr);
     g_target = nullptr;
+    EXPECT_FALSE(g_engine_waited.load());  // the engine never waited for resp().rx_mu
+    EXPECT_EQ(qp->responder_state(), Task::State::kIdle);
 
     // The loss is reported as the peer's end (a reset), and the streams leave the engine.
     auto ev = events.try_pop();

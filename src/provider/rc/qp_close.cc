@@ -247,11 +247,11 @@ void QueuePair::on_timer() {
 }
 
 // lost() and maybe_closed() run on any thread that reads a stream, with its rx_mu held (a
-// fatal read in serve_requests, drive or poll_once), and the engine thread may be waiting for
-// that rx_mu (resume_now). Engine::remove waits for the engine thread: there it would wait
-// forever. So off the engine thread the streams leave the engine on its next turn. close()
-// waits for that turn (run_sync runs commands in order; a close that comes first removes them
-// itself), and events meanwhile find the connection done (stream_events), as after a removal.
+// fatal read in serve_requests, drive or poll_once). Engine::remove waits for the engine
+// thread, which must never wait for such a thread (it did in resume_now, before the responder
+// became a task: issue 21). So off the engine thread the streams leave the engine on its next turn.
+// close() waits for that turn (run_sync runs commands in order; a close that comes first removes
+// them itself), and events meanwhile find the connection done (stream_events), as after a removal.
 void QueuePair::remove_streams(bool idle_only) {
     if (!engine_->in_loop()) {
         engine_->post([w = weak_from_this(), idle_only] {

@@ -147,25 +147,32 @@ bool QueuePair::on_writable(Stream &s, bool engine) {
     if (&s == &resp()) responder_.absorb_queued_nak();
     if (drained) {
         // the request waiting for our answers to leave
-        if (engine)
-            resume_now();
-        else
+        if (engine) {
+            responder_resume_.store(true);
+            run_responder(ByteStream::Reader::kWaiter);
+        } else {
             resume_responder();
+        }
     }
     return true;
 }
 
 void QueuePair::read_stream_if_free(Stream &s, ByteStream::Reader who) {
-    std::unique_lock rl(s.rx_mu, std::try_to_lock);
-    if (!rl) {
-        // A waiting thread drives this stream (drive). Stop polling it here until that thread
-        // lets go, then check once more: either it sees backoff, or this try succeeds.
+    // The peer's requests are the responder task's: a running pass is armed (its runner passes
+    // again) instead of waited for. The answers: whoever holds rx_mu reads them.
+    bool requests = &s == &resp();
+    std::unique_lock rl(s.rx_mu, std::defer_lock);
+    auto take = [&] { return requests ? responder_task_.schedule() : rl.try_lock(); };
+    if (!take()) {
+        // A waiting thread drives this stream (drive, serve_requests). Stop polling it here
+        // until that thread lets go, then check once more: either it sees backoff, or this
+        // take succeeds.
         {
             std::lock_guard lk(s.mu);
             s.backoff = true;
             update_mask(s);
         }
-        if (!rl.try_lock()) {
+        if (!take()) {
             s.io->pass_wake();  // the holder may sleep on the wake-up this thread took
             return;
         }
@@ -173,7 +180,34 @@ void QueuePair::read_stream_if_free(Stream &s, ByteStream::Reader who) {
         s.backoff = s.lent = false;
         update_mask(s);
     }
-    read_stream(s, who);
+    if (requests)
+        run_responder(who, true);
+    else
+        read_stream(s, who);
+}
+
+void QueuePair::run_responder(ByteStream::Reader who, bool owned) {
+    if (!owned && !responder_task_.schedule()) return;  // armed: its runner passes again
+    Stream &s = resp();
+    run_passes(responder_task_, [&] {
+        bool go;
+        {
+            std::lock_guard lk(s.mu);
+            // a resume re-runs the stalled request (RNR, answers drained, the completer)
+            if (responder_resume_.exchange(false) && s.stalled) {
+                s.stalled = false;
+                s.drain_wait = false;
+                update_mask(s);
+            }
+            go = s.rx_on && !s.stalled && !closed_;
+        }
+        if (go) {
+            // never contended but by the engine's try_lock (spin, rearm, check_lent)
+            std::lock_guard rl(s.rx_mu);
+            read_stream(s, who);
+        }
+        return true;
+    });
 }
 
 void QueuePair::drive(int channel_fd) {
@@ -316,20 +350,22 @@ void QueuePair::poll_once(bool requests) {
 
 void QueuePair::serve_requests(ByteStream::Reader who) {
     Stream &r = resp();
-    std::unique_lock rl(r.rx_mu, std::try_to_lock);
-    if (!rl) return;  // the engine is serving them
     bool go;
     {
         std::lock_guard lk(r.mu);
-        go = r.key && r.rx_on && !r.stalled;
-        // where this thread serves them, requests do not wake the engine as well (as in drive)
-        if (go && waiter_serves_.load(std::memory_order_relaxed) && !r.io->doorbell())
-            step_aside(r);
+        go = r.key && r.rx_on && !r.stalled;  // a stalled request waits for its resume
     }
-    uint64_t before = responder_.executed();
-    if (go) read_stream(r, who);
-    if (responder_.executed() != before) waiter_serves_.store(true, std::memory_order_relaxed);
-    rl.unlock();
+    if (go && !responder_task_.schedule()) return;  // armed: its runner reads them
+    if (go) {
+        {
+            // where this thread serves them, requests do not wake the engine as well (drive)
+            std::lock_guard lk(r.mu);
+            if (waiter_serves_.load(std::memory_order_relaxed) && !r.io->doorbell()) step_aside(r);
+        }
+        uint64_t before = responder_.executed();
+        run_responder(who, true);
+        if (responder_.executed() != before) waiter_serves_.store(true, std::memory_order_relaxed);
+    }
     hand_back(r);  // on every path, as in poll_once
 }
 

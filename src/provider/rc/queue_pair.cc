@@ -110,24 +110,13 @@ void QueuePair::flush_receives() {
 }
 
 void QueuePair::resume_responder() {
+    responder_resume_.store(true);
+    // Scheduled on the engine, never here: callers hold sq_mu_ (the completer) or the receive
+    // queue's lock. Whoever runs the responder then takes the resume in its next pass.
     engine_->post([w = weak_from_this()] {
         auto self = w.lock();
-        if (self && !self->closed_) self->resume_now();
+        if (self && !self->closed_) self->run_responder(ByteStream::Reader::kWaiter);
     });
-}
-
-void QueuePair::resume_now() {
-    if (!established()) return;
-    Stream &s = resp();
-    std::lock_guard rl(s.rx_mu);
-    {
-        std::lock_guard lk(s.mu);
-        if (!s.stalled) return;
-        s.stalled = false;
-        s.drain_wait = false;
-        update_mask(s);
-    }
-    read_stream(s);
 }
 
 void QueuePair::recv_posted() {

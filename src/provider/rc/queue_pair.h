@@ -11,17 +11,21 @@
 // (Responder, responder.h) executes the peer's requests against registered memory; the
 // completer (Completer, completer.h) completes the send queue in order and fills the CQ. Each
 // of those two reads its stream through its own FrameReader (frame_reader.h) and reaches this
-// queue pair only through its Host. The engine thread runs the responder; the completer runs
-// there too, or on an application thread that waits on or polls its CQ (drive, poll_once):
-// whoever holds a stream's rx_mu reads it. Frames wait in a TxQueue per stream (tx_queue.h)
+// queue pair only through its Host. The responder is a task (task.h): whoever schedules it
+// and finds it idle runs it (the engine thread, or an application thread that waits on or polls
+// its CQ: serve_requests); a schedule during a run arms it, so nobody waits for it. The
+// completer runs on the engine or on such a thread (drive, poll_once): whoever holds the
+// answer stream's rx_mu reads it. Frames wait in a TxQueue per stream (tx_queue.h)
 // and go out in qp_transmit.cc; qp_receive.cc steers the reads; tear-down is in qp_close.cc.
 //
 // Lock order (RankedMutex checks it in Debug and sanitizer builds):
 //   Stream::rx_mu (0) -> sq_mu_ (1) -> cm_mu_ (2) -> Stream::mu (3)
 // The CQ's, the receive queue's and the engine's own mutexes are taken last and hold nothing.
-// Waiting for the engine thread (run_sync, Engine::add/remove) counts as taking a lock ranked
-// below all of these, which the checker cannot see: the engine takes rx_mu (resume_now), so a
-// thread holding one never waits for it (remove_streams).
+// resp().rx_mu is taken only by the responder task's runner, for each read, and by the engine's
+// try_lock (spin, rearm, check_lent): it is never waited for while another thread reads. The
+// engine takes the answer stream's rx_mu only with try_lock. Waiting for the engine thread
+// (run_sync, Engine::add/remove) counts as taking a lock ranked below all of these, which the
+// checker cannot see: a thread holding an rx_mu still never waits for it (remove_streams).
 #pragma once
 
 #include <librpma.h>
@@ -45,6 +49,7 @@
 #include "provider/rc/requester.h"
 #include "provider/rc/responder.h"
 #include "provider/rc/send_queue.h"
+#include "provider/rc/task.h"
 #include "provider/rc/tx_queue.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/engine.h"
@@ -182,7 +187,8 @@ class QueuePair : public prov::QueuePair,
     // a spinning engine stops polling s: a doorbell again, or one now if input came after its
     // last read (skipped while another thread holds s: that one asks for what it needs)
     void rearm(Stream &s);
-    // takes s.rx_mu, or leaves the work to its holder; who: as read_stream
+    // takes s.rx_mu (the peer's requests: the responder task), or leaves the work to its
+    // holder; who: as read_stream
     void read_stream_if_free(Stream &s, ByteStream::Reader who = ByteStream::Reader::kWaiter);
     // EPOLLOUT: queued frames out, a request that waited for them resumed (on this thread if
     // engine, else on the engine's). false if the connection was lost.
@@ -197,8 +203,10 @@ class QueuePair : public prov::QueuePair,
     // Completer::Host: sq_mu_ held, a request's source was deregistered before it was sent
     bool source_faulted(uint64_t seq) override;
     void flush_receives() override;    // Completer::Host: sq_mu_ held, the error state
-    void resume_responder() override;  // any thread: re-run a stalled request
-    void resume_now();                 // engine thread
+    void resume_responder() override;  // any thread: re-run a stalled request (on the engine)
+    // Schedules the responder (owned: this thread won the task already) and, if this thread
+    // won it, passes until it goes idle; else the runner was armed and passes again.
+    void run_responder(ByteStream::Reader who, bool owned = false);
 
     // Responder::Host (responder.cc), resp().rx_mu held
     Step note_peer_ack(uint64_t ack) override { return completer_.apply_peer_ack(ack); }
@@ -259,9 +267,11 @@ class QueuePair : public prov::QueuePair,
     // the post path and the source-fault marks (under req().mu)
     Requester requester_;
 
-    // The peer's requests; whoever holds resp().rx_mu runs it (the engine thread, or an
-    // application thread waiting on or polling the CQ).
+    // The peer's requests; whoever wins responder_task_ runs it (the engine thread, or an
+    // application thread waiting on or polling the CQ), holding resp().rx_mu for each read.
     Responder responder_;
+    Task responder_task_;
+    std::atomic<bool> responder_resume_{false};  // its next pass re-runs a stalled request
     // An application thread executed the peer's requests here (serve_requests): waiters and
     // pollers keep serving them.
     std::atomic<bool> waiter_serves_{false};

@@ -3,7 +3,7 @@
 // NAKed and puts the queue pair in the error state. It needs of its queue pair only what Host
 // says: the answers go out through it, the receives come from it, the error state is its.
 //
-// Threads: whoever holds the request stream's rx_mu runs read() and owns the state, except
+// Threads: the runner of the queue pair's responder task runs read() and owns the state, except
 // executed() and error() (atomic, any thread) and the acknowledgement bookkeeping (the answer
 // stream's lock, which Host::queue_answer and the ACK's writers hold).
 #pragma once
@@ -64,7 +64,7 @@ class Responder {
     Responder(MrTable *mrs, const Target &target, Host &host) noexcept
         : mrs_(mrs), target_(target), host_(host) {}
 
-    // The request stream's rx_mu held: requests from io until it blocks, stalls or fails
+    // The responder task's runner: requests from io until it blocks, stalls or fails
     // (end() says why), or until the peer's Disconnect (sets disc; kStop).
     Step read(ByteStream &io, std::atomic<bool> &disc);
     const ReadEnd &end() const noexcept { return reader_.end(); }
