@@ -349,23 +349,20 @@ void QueuePair::poll_once(bool requests) {
 }
 
 void QueuePair::serve_requests(ByteStream::Reader who) {
+    if (!responder_task_.schedule()) return;  // armed: its runner reads them
     Stream &r = resp();
     bool go;
     {
         std::lock_guard lk(r.mu);
         go = r.key && r.rx_on && !r.stalled;  // a stalled request waits for its resume
+        // where this thread serves them, requests do not wake the engine as well (as in drive)
+        if (go && waiter_serves_.load(std::memory_order_relaxed) && !r.io->doorbell())
+            step_aside(r);
     }
-    if (go && !responder_task_.schedule()) return;  // armed: its runner reads them
-    if (go) {
-        {
-            // where this thread serves them, requests do not wake the engine as well (drive)
-            std::lock_guard lk(r.mu);
-            if (waiter_serves_.load(std::memory_order_relaxed) && !r.io->doorbell()) step_aside(r);
-        }
-        uint64_t before = responder_.executed();
+    uint64_t before = responder_.executed();
+    if (go || responder_task_.finish())  // (not go, but scheduled meanwhile: pass for them)
         run_responder(who, true);
-        if (responder_.executed() != before) waiter_serves_.store(true, std::memory_order_relaxed);
-    }
+    if (responder_.executed() != before) waiter_serves_.store(true, std::memory_order_relaxed);
     hand_back(r);  // on every path, as in poll_once
 }
 
