@@ -63,7 +63,12 @@ void QueuePair::fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, FdQueue<rpma_con
     bool client = kind != 0;  // the completer and the reply parser are the client's
     qp->is_client_ = client;
     (client ? qp->main_ : qp->join_).answers_in = true;
-    qp->cm_ = kind == 2 ? Cm::kAwaitReply : Cm::kEstablished;
+    if (kind == 2) {
+        qp->conn_.begin_connect(Clock::time_point::max());
+        qp->conn_.await_reply(Clock::time_point::max());
+    } else {
+        qp->conn_.accept();
+    }
     static char local[4096];
     auto region = mrs->find(0x1000);
     for (int i = 0; i < 4; ++i)
@@ -71,17 +76,18 @@ void QueuePair::fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, FdQueue<rpma_con
                                   static_cast<uint64_t>(i)});
     if (kind == 1) post_requests(*qp, region, local);
     // Every kind reads the main stream: the server's requests in, or the client's answers in.
-    // Only now: set before the posts above, it would have flushed them (nothing outstanding).
-    qp->disc_sent_ = true;  // no disconnect reply through the engine thread
     Stream &in = qp->main_;
     if (kind == 2) {
-        for (int i = 0; i < 4 && qp->cm_ == Cm::kAwaitReply; ++i) qp->handshake_in();
-        if (qp->cm_ != Cm::kEstablished) return drain(cq, events);
+        for (int i = 0; i < 4 && qp->conn_.state() == Cm::kAwaitReply; ++i) qp->handshake_in();
+        if (qp->conn_.state() != Cm::kEstablished) return drain(cq, events);
     }
+    // No disconnect reply through the engine thread. Only now: before the posts above it would
+    // have flushed them (nothing outstanding), and before the reply it would find no connection.
+    qp->conn_.request_disconnect();
     for (int i = 0; i < 64; ++i) {
         std::lock_guard rl(in.rx_mu);
         qp->read_stream(in);
-        if (qp->cm_ == Cm::kDone || in.disc_rx || in.stalled) break;
+        if (qp->conn_.state() == Cm::kDone || in.disc_rx || in.stalled) break;
     }
     drain(cq, events);
 }

@@ -57,8 +57,8 @@ struct QpTestAccess {
             s->connected = true;
             s->rx_on = true;
         }
-        qp.remote_qp_ = 1;
-        qp.cm_ = QueuePair::Cm::kEstablished;
+        qp.conn_.set_peer(1, {});
+        qp.conn_.accept();
     }
     // Reads what arrived on both streams and sends what is queued; join_first reads the
     // peer's requests before the answers to ours, as two TCP streams may deliver them.

@@ -116,10 +116,7 @@ class EngineQp final : public QueuePair {
             s->connected = true;
             s->rx_on = true;
         }
-        {
-            std::lock_guard lk(cm_mu_);
-            cm_ = Cm::kEstablished;
-        }
+        conn_.accept();
         return main_.fd.valid() && join_.fd.valid() && establish_stream(main_, EPOLLIN) &&
                establish_stream(join_, EPOLLIN);
     }

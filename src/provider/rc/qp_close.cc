@@ -11,21 +11,13 @@ namespace rpma::rc {
 void QueuePair::close() {
     set_cq_driver(nullptr);  // a waiter on the CQs no longer drives this queue pair
     // On the engine thread, as a barrier: work already queued for it has run once this returns,
-    // and anything queued later sees closed_, so nothing touches the CQs the caller frees next.
+    // and anything queued later sees closed(), so nothing touches the CQs the caller frees next.
     engine_->run_sync([this] { close_on_engine(); });
 }
 
 void QueuePair::close_on_engine() {
-    closed_.store(true);
-    bool graceful;
     const Clock::time_point deadline = Clock::now() + kLingerTimeout;
-    {
-        std::lock_guard lk(cm_mu_);
-        graceful = cm_ == Cm::kEstablished;
-        cm_ = graceful ? Cm::kClosing : Cm::kDone;
-        disc_sent_ = true;
-        deadline_ = deadline;  // under cm_mu_, as every access to it
-    }
+    bool graceful = conn_.begin_close(deadline);
     {
         std::lock_guard lk(sq_mu_);
         completer_.abandon();  // nobody is left to see their completions
@@ -37,12 +29,11 @@ void QueuePair::close_on_engine() {
     }
     // Deleting a live connection closes it as rdma_disconnect would: the peer gets CLOSED. What
     // is queued must not reach for the application's memory once delete returns.
-    bool disc = disc_done_;
-    disc_done_ = true;
+    bool disc = conn_.take_disconnect();
     for (Stream *s : {&main_, &join_}) {
         std::lock_guard lk(s->mu);
         settle_for_close(*s);
-        if (!disc) {
+        if (disc) {
             FrameHeader h{};
             h.op = static_cast<uint8_t>(Op::kDisconnect);
             s->tx.push(TxItem{h, nullptr, 0, nullptr});
@@ -122,26 +113,18 @@ void QueuePair::linger_events(Stream &s, uint32_t events) {
 }
 
 void QueuePair::fail_connect(rpma_conn_event ev) {
-    {
-        std::lock_guard lk(cm_mu_);
-        if (cm_ == Cm::kDone) return;
-        cm_ = Cm::kDone;
-    }
+    if (!conn_.mark_failed()) return;
     {
         std::lock_guard lk(sq_mu_);
         completer_.flush();
     }
     remove_stream(main_);
     remove_stream(join_);
-    post_event(ev);
+    conn_.post(ev);
 }
 
 void QueuePair::lost(const char *why, bool peer_end) {
-    {
-        std::lock_guard lk(cm_mu_);
-        if (cm_ == Cm::kDone || cm_ == Cm::kClosing) return;
-        cm_ = Cm::kDone;
-    }
+    if (!conn_.mark_lost()) return;
     if (peer_end)
         RPMA_LOG_NOTICE("connection closed without a disconnect: %s", why);
     else
@@ -163,7 +146,7 @@ void QueuePair::lost(const char *why, bool peer_end) {
     for (Stream *s : {&main_, &join_}) s->io->shutdown(SHUT_RDWR);
     // The peer's process is gone (its kernel ended the streams): a disconnect, as RDMA CM
     // reports it. Anything else broke the connection.
-    post_event(peer_end ? RPMA_CONN_CLOSED : RPMA_CONN_LOST);
+    conn_.post(peer_end ? RPMA_CONN_CLOSED : RPMA_CONN_LOST);
 }
 
 void QueuePair::send_disconnect() {
@@ -171,8 +154,7 @@ void QueuePair::send_disconnect() {
     // acknowledged before the stream ends, so the peer never flushes work that was done.
     FrameHeader h{};
     h.op = static_cast<uint8_t>(Op::kDisconnect);
-    if (disc_done_) return;
-    disc_done_ = true;
+    if (!conn_.take_disconnect()) return;
     for (Stream *s : {&main_, &join_}) {
         std::lock_guard lk(s->mu);
         if (s == &resp() && responder_.unacked()) append_ack(*s);
@@ -182,67 +164,51 @@ void QueuePair::send_disconnect() {
 }
 
 int QueuePair::disconnect() {
-    {
-        std::lock_guard lk(cm_mu_);
-        if (cm_ != Cm::kEstablished || disc_sent_) return 0;
-        disc_sent_ = true;
-    }
+    if (!conn_.request_disconnect()) return 0;
     engine_->post([w = weak_from_this()] {
         auto self = w.lock();
-        if (self && !self->closed_) self->send_disconnect();
+        if (self && !self->conn_.closed()) self->send_disconnect();
     });
     return 0;
 }
 
 void QueuePair::maybe_closed() {
-    {
-        std::lock_guard lk(cm_mu_);
-        if (cm_ != Cm::kEstablished) return;
-        if (!disc_sent_) {
-            disc_sent_ = true;  // answer the peer's disconnect, as a DREP would
-            if (engine_->in_loop()) {
-                send_disconnect();
-            } else {
-                engine_->post([w = weak_from_this()] {
-                    auto self = w.lock();
-                    if (self && !self->closed_) self->send_disconnect();
-                });
-            }
+    auto answer = [this] {
+        if (engine_->in_loop()) {
+            send_disconnect();
+        } else {
+            engine_->post([w = weak_from_this()] {
+                auto self = w.lock();
+                if (self && !self->conn_.closed()) self->send_disconnect();
+            });
         }
-        if (!(main_.disc_rx && join_.disc_rx)) return;
-        cm_ = Cm::kDone;
-    }
+    };
+    if (!conn_.peer_disconnect(answer, [this] { return main_.disc_rx && join_.disc_rx; })) return;
     {
         std::lock_guard lk(sq_mu_);
         completer_.flush();
     }
     remove_streams(true);  // a stream with frames left: the engine removes it once they are out
-    post_event(RPMA_CONN_CLOSED);
+    conn_.post(RPMA_CONN_CLOSED);
 }
 
 void QueuePair::on_timer() {
     check_lent();
-    Cm cm;
-    Clock::time_point dl, answers_due;
-    {
-        std::lock_guard lk(cm_mu_);
-        cm = cm_;
-        dl = deadline_;
-        answers_due = answers_due_;
-    }
-    if (cm == Cm::kClosing) {
-        if (Clock::now() < dl) return;
-        remove_stream(main_);  // the peer never closed its end: give up on it
-        remove_stream(join_);
-        return;
-    }
-    if (closed_) return;
-    // the peer ended its requests' stream but never its answers' (finish_read)
-    if (cm == Cm::kEstablished && answers_due != Clock::time_point{} && Clock::now() >= answers_due)
-        lost(resp(), "the peer ended its requests' stream");
-    if ((cm == Cm::kConnecting || cm == Cm::kAwaitReply) && Clock::now() >= dl) {
-        RPMA_LOG_NOTICE("connection set-up timed out");
-        fail_connect(RPMA_CONN_UNREACHABLE);
+    switch (conn_.due(Clock::now())) {
+        case Connection::Due::kNothing:
+            break;
+        case Connection::Due::kLingerOver:
+            remove_stream(main_);  // the peer never closed its end: give up on it
+            remove_stream(join_);
+            break;
+        case Connection::Due::kAnswersOverdue:
+            // the peer ended its requests' stream but never its answers' (finish_read)
+            lost(resp(), "the peer ended its requests' stream");
+            break;
+        case Connection::Due::kSetupTimedOut:
+            RPMA_LOG_NOTICE("connection set-up timed out");
+            fail_connect(RPMA_CONN_UNREACHABLE);
+            break;
     }
 }
 

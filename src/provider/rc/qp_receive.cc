@@ -79,11 +79,7 @@ void QueuePair::spin_end(int fd) {
 }
 
 void QueuePair::stream_events(Stream &s, uint32_t events, ByteStream::Reader who) {
-    Cm cm;
-    {
-        std::lock_guard lk(cm_mu_);
-        cm = cm_;
-    }
+    Cm cm = conn_.state();
     if (cm == Cm::kConnecting || cm == Cm::kAwaitReply) {
         setup_events(s, events);  // the transport's handshake
         return;
@@ -199,7 +195,7 @@ void QueuePair::run_responder(ByteStream::Reader who, bool owned) {
                 s.drain_wait = false;
                 update_mask(s);
             }
-            go = s.rx_on && !s.stalled && !closed_;
+            go = s.rx_on && !s.stalled && !conn_.closed();
         }
         if (go) {
             // never contended but by the engine's try_lock (spin, rearm, check_lent)
@@ -214,7 +210,7 @@ void QueuePair::drive(int channel_fd) {
     Stream &s = req();
     Stream &r = resp();
     std::unique_lock rl(s.rx_mu);
-    bool ok = established();  // the handshake owns the streams until then
+    bool ok = conn_.established();  // the handshake owns the streams until then
     bool serve = false, r_aside = false;
     // Holding rx_mu across the poll keeps the engine off the answer stream: one wake-up, not
     // two. The peer's requests are watched too; the engine serves them whenever no thread
@@ -316,13 +312,8 @@ void QueuePair::check_lent() {
     if (again) engine_->add_timer(Clock::now() + kLendCheck, weak_from_this());  // one for both
 }
 
-bool QueuePair::established() {
-    std::lock_guard lk(cm_mu_);
-    return cm_ == Cm::kEstablished;
-}
-
 void QueuePair::poll_once(bool requests) {
-    if (!established()) return;  // the handshake owns the streams until then
+    if (!conn_.established()) return;  // the handshake owns the streams until then
     Stream &s = req();
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
     if (!rl) return;  // someone is reading it already
@@ -424,13 +415,7 @@ void QueuePair::finish_read(Stream &s, Step st) {
                     update_mask(s);
                 }
                 Clock::time_point due = Clock::now() + kLastAnswersWait;
-                bool first;
-                {
-                    std::lock_guard lk(cm_mu_);
-                    first = answers_due_ == Clock::time_point{};
-                    if (first) answers_due_ = due;
-                }
-                if (first) engine_->add_timer(due, weak_from_this());
+                if (conn_.set_answers_due(due)) engine_->add_timer(due, weak_from_this());
                 return;
             }
         }

@@ -13,18 +13,12 @@ int QueuePair::post_send(prov::SendWr wr) {
     // In a forked child the sockets are the parent's: a frame from here would corrupt its stream.
     if (int ret = engine_->check_process("the connection")) return ret;
     std::unique_lock lk(sq_mu_);
-    Cm cm;
-    bool disc;
-    {
-        std::lock_guard clk(cm_mu_);
-        cm = cm_;
-        disc = disc_sent_;
-    }
-    if (cm == Cm::kIdle || cm == Cm::kConnecting || cm == Cm::kAwaitReply) {
+    Connection::Posts posts = conn_.posts();
+    if (posts == Connection::Posts::kNotYet) {
         RPMA_LOG_ERROR("the connection is not established yet");
         return RPMA_E_PROVIDER;
     }
-    bool open = !(cm == Cm::kDone || cm == Cm::kClosing || disc);
+    bool open = posts == Connection::Posts::kOpen;
     std::optional<TxItem> item;
     int ret = requester_.post(std::move(wr), open, responder_.executed(), item);
     if (!item) return ret;

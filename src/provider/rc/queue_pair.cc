@@ -49,12 +49,12 @@ QueuePair::QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg,
     : engine_(engine),
       mrs_(mrs),
       cfg_(cfg),
-      events_(events),
       qp_num_(next_qp_num()),
       rq_(cfg.rq_size),
-      completer_(sq_, sq_mu_, Completer::Target{cfg.cq, qp_num_, &remote_qp_}, *this),
+      conn_(events, kCmRank),
+      completer_(sq_, sq_mu_, Completer::Target{cfg.cq, qp_num_, &conn_.remote_qp()}, *this),
       requester_(sq_, completer_, cfg.sq_size),
-      responder_(mrs, Responder::Target{cfg.recv_cq, qp_num_, &remote_qp_}, *this) {}
+      responder_(mrs, Responder::Target{cfg.recv_cq, qp_num_, &conn_.remote_qp()}, *this) {}
 
 QueuePair::~QueuePair() = default;
 
@@ -115,7 +115,7 @@ void QueuePair::resume_responder() {
     // queue's lock. Whoever runs the responder then takes the resume in its next pass.
     engine_->post([w = weak_from_this()] {
         auto self = w.lock();
-        if (self && !self->closed_) self->run_responder(ByteStream::Reader::kWaiter);
+        if (self && !self->conn_.closed()) self->run_responder(ByteStream::Reader::kWaiter);
     });
 }
 

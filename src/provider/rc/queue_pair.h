@@ -18,8 +18,10 @@
 // answer stream's rx_mu reads it. Frames wait in a TxQueue per stream (tx_queue.h)
 // and go out in qp_transmit.cc; qp_receive.cc steers the reads; tear-down is in qp_close.cc.
 //
+// The connection's CM state, deadlines and events are its Connection's (connection.h).
+//
 // Lock order (RankedMutex checks it in Debug and sanitizer builds):
-//   Stream::rx_mu (0) -> sq_mu_ (1) -> cm_mu_ (2) -> Stream::mu (3)
+//   Stream::rx_mu (0) -> sq_mu_ (1) -> the Connection's (2) -> Stream::mu (3)
 // The CQ's, the receive queue's and the engine's own mutexes are taken last and hold nothing.
 // resp().rx_mu is taken only by the responder task's runner, for each read, and by the engine's
 // try_lock (spin, rearm, check_lent): it is never waited for while another thread reads. The
@@ -44,6 +46,7 @@
 #include "provider/provider.h"
 #include "provider/rc/byte_stream.h"
 #include "provider/rc/completer.h"
+#include "provider/rc/connection.h"
 #include "provider/rc/frame.h"
 #include "provider/rc/frame_reader.h"
 #include "provider/rc/requester.h"
@@ -92,7 +95,9 @@ class QueuePair : public prov::QueuePair,
     // object.
     void close() override;
 
-    const std::vector<uint8_t> &remote_pdata() const noexcept override { return remote_pdata_; }
+    const std::vector<uint8_t> &remote_pdata() const noexcept override {
+        return conn_.remote_pdata();
+    }
 
     void on_events(int fd, uint32_t events) override;  // the streams' fds
     void spin(int fd) override;
@@ -102,7 +107,6 @@ class QueuePair : public prov::QueuePair,
     void recv_posted() override;
     void drive(int channel_fd) override;
     void poll_once(bool requests) override;
-    bool established();
     // d (this queue pair, or nullptr) drives the CQ and the queue pair's own RCQ.
     void set_cq_driver(CqDriver *d) noexcept;
     // A waiting or polling thread serves the peer's requests too (the responder), so a target
@@ -110,9 +114,7 @@ class QueuePair : public prov::QueuePair,
     void serve_requests(ByteStream::Reader who = ByteStream::Reader::kWaiter);
 
   protected:
-    // kClosing: deleted while established; the engine finishes the orderly close (our
-    // Disconnect out, the peer's input drained) without touching the application's objects.
-    enum class Cm { kIdle, kConnecting, kAwaitReply, kEstablished, kClosing, kDone };
+    using Cm = Connection::Cm;
     using Step = rc::Step;
 
     enum LockRank : unsigned { kRxRank, kSqRank, kCmRank, kTxRank };
@@ -240,25 +242,14 @@ class QueuePair : public prov::QueuePair,
     // Both streams leave the engine (only those with nothing queued to send if idle_only): now
     // on the engine thread, on its next turn from any other (the caller may hold an rx_mu).
     void remove_streams(bool idle_only);
-    void post_event(rpma_conn_event ev) { events_->push(ev); }
 
     Engine *engine_;
     MrTable *mrs_;
     QpConfig cfg_;
-    FdQueue<rpma_conn_event> *events_;
     uint32_t qp_num_;
-    uint32_t remote_qp_ = 0;
     bool is_client_ = false;
-    std::atomic<bool> closed_{false};  // close() ran: engine-thread work must not touch the CQs
     RecvQueue rq_;
-
-    RankedMutex cm_mu_{kCmRank};  // cm_, disc_sent_, deadline_, answers_due_
-    Cm cm_ = Cm::kIdle;
-    bool disc_sent_ = false;
-    bool disc_done_ = false;             // engine thread: our Disconnect frames are queued
-    Clock::time_point deadline_{};       // under cm_mu_: set-up or linger timeout
-    Clock::time_point answers_due_{};    // under cm_mu_: the peer's requests ended (finish_read)
-    std::vector<uint8_t> remote_pdata_;  // set before ESTABLISHED is queued, read after it
+    Connection conn_;  // CM state, deadlines, the peer's QP number, events; rank kCmRank
 
     RankedMutex sq_mu_{kSqRank};  // the send queue, the requester's and completer's state
     SendQueue sq_;                // under sq_mu_

@@ -23,12 +23,7 @@ QueuePair::QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg,
 }
 
 void QueuePair::setup_events(Stream &s, uint32_t events) {
-    Cm cm;
-    {
-        std::lock_guard lk(cm_mu_);
-        cm = cm_;
-    }
-    if (cm == Cm::kConnecting || !s.connected) {
+    if (conn_.state() == Cm::kConnecting || !s.connected) {
         if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) handshake_out(s);
         return;
     }
@@ -41,13 +36,8 @@ void QueuePair::setup_events(Stream &s, uint32_t events) {
 int QueuePair::connect(const void *pdata, uint8_t pdata_len) {
     is_client_ = true;
     main_.answers_in = true;
-    // deadline_ is under cm_mu_: once a stream is registered, handshake_out may move it
     const Clock::time_point deadline = connector_.start(pdata, pdata_len, cfg_.timeout_ms);
-    {
-        std::lock_guard lk(cm_mu_);
-        cm_ = Cm::kConnecting;
-        deadline_ = deadline;
-    }
+    conn_.begin_connect(deadline);
     for (Stream *s : {&main_, &join_}) {
         Connector::Step st = connector_.open(&s->fd);
         if (st.kind == Connector::Step::kError) return RPMA_E_PROVIDER;
@@ -87,31 +77,27 @@ void QueuePair::handshake_out(Stream &s) {
         s.rx_on = &s == &main_;
         update_mask(s);
     }
-    std::lock_guard lk(cm_mu_);
-    if (cm_ == Cm::kConnecting && main_.connected && join_.connected) {
-        cm_ = Cm::kAwaitReply;
-        deadline_ = Connector::reply_deadline();
-        engine_->add_timer(deadline_, weak_from_this());
-    }
+    if (!main_.connected || !join_.connected) return;  // both are set here, on the engine thread
+    const Clock::time_point deadline = Connector::reply_deadline();
+    if (conn_.await_reply(deadline)) engine_->add_timer(deadline, weak_from_this());
 }
 
 void QueuePair::handshake_in() {
-    Connector::Step st = connector_.read_reply(*main_.io, &remote_qp_, &remote_pdata_);
+    uint32_t remote_qp = 0;
+    std::vector<uint8_t> pdata;
+    Connector::Step st = connector_.read_reply(*main_.io, &remote_qp, &pdata);
     if (st.kind == Connector::Step::kWait) return;
     if (st.kind != Connector::Step::kDone) {
         fail_connect(st.event);
         return;
     }
+    conn_.set_peer(remote_qp, std::move(pdata));  // shown only after ESTABLISHED
     if (connector_.link() && !move_to_upgrade()) {
         fail_connect(RPMA_CONN_LOST);
         return;
     }
-    {
-        std::lock_guard lk(cm_mu_);
-        if (cm_ != Cm::kAwaitReply) return;
-        cm_ = Cm::kEstablished;
-    }
-    post_event(RPMA_CONN_ESTABLISHED);
+    if (!conn_.take_reply()) return;
+    conn_.post(RPMA_CONN_ESTABLISHED);
     std::lock_guard lk(join_.mu);
     join_.rx_on = true;
     update_mask(join_);
@@ -123,8 +109,7 @@ int QueuePair::accept(std::unique_ptr<prov::IncomingRequest> req, const void *pd
     IncomingConn &in = static_cast<Incoming *>(req.get())->conn;
     is_client_ = false;
     join_.answers_in = true;
-    remote_qp_ = in.qp_num;
-    remote_pdata_ = std::move(in.pdata);
+    conn_.set_peer(in.qp_num, std::move(in.pdata));
     Fd tcp_main = std::move(in.main);  // for the Reply; the streams run on the link when set
     connector_.adopt(std::move(in.upgrade));
     bool moves = connector_.link() != nullptr;
@@ -134,11 +119,8 @@ int QueuePair::accept(std::unique_ptr<prov::IncomingRequest> req, const void *pd
     }
     // ESTABLISHED is queued and the streams are served before the client hears the answer, so
     // whatever the client does next (even a disconnect) lands after it.
-    {
-        std::lock_guard lk(cm_mu_);
-        cm_ = Cm::kEstablished;
-    }
-    post_event(RPMA_CONN_ESTABLISHED);
+    conn_.accept();
+    conn_.post(RPMA_CONN_ESTABLISHED);
     for (Stream *s : {&main_, &join_}) {
         {
             std::lock_guard lk(s->mu);
