@@ -29,11 +29,11 @@ void QueuePair::close_on_engine() {
     }
     // Deleting a live connection closes it as rdma_disconnect would: the peer gets CLOSED. What
     // is queued must not reach for the application's memory once delete returns.
-    bool disc = conn_.take_disconnect();
+    bool queue_ours = conn_.take_disconnect();  // not yet queued by send_disconnect
     for (Stream *s : {&main_, &join_}) {
         std::lock_guard lk(s->mu);
         settle_for_close(*s);
-        if (disc) {
+        if (queue_ours) {
             FrameHeader h{};
             h.op = static_cast<uint8_t>(Op::kDisconnect);
             s->tx.push(TxItem{h, nullptr, 0, nullptr});
