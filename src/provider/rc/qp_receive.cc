@@ -383,6 +383,7 @@ void QueuePair::read_stream(Stream &s, ByteStream::Reader who) {
         // A protocol error names itself; the stream's end is the first cause (flush_tx may
         // have shut it down).
         const ReadEnd &e = s.answers_in ? completer_.end() : responder_.end();
+        std::lock_guard lk(s.mu);
         if (e.protocol) {
             s.why = e.why;
         } else if (!s.why) {
@@ -397,7 +398,12 @@ void QueuePair::finish_read(Stream &s, Step st) {
     bool responder = !s.answers_in;
     if (st == Step::kFatal) {
         if (s.disc_rx) return;
-        if (responder && responder_.end().eof && s.why == responder_.end().why) {
+        bool eof = false;
+        if (responder && responder_.end().eof) {
+            std::lock_guard lk(s.mu);
+            eof = s.why == responder_.end().why;  // not a cause flush_tx found first
+        }
+        if (eof) {
             // The peer ended the stream of its requests in order; its ACKs of ours, sent before
             // that, may still wait on the answer stream (two streams, not one wire). Its reader
             // finds them and then that stream's end; a peer that never ends it loses the

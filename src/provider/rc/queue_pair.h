@@ -126,9 +126,10 @@ class QueuePair : public prov::QueuePair,
         uint64_t key = 0;
         bool answers_in = false;  // we send our requests here and read their answers
         // rx: whoever holds rx_mu (the frames: the completer or the responder)
-        bool stalled = false;       // a request waits: a receive, the peer's answer or our answers
-        const char *why = nullptr;  // what ended the stream, for the log
-        bool peer_end = false;      // why: the peer's kernel ended it (its process is gone)
+        bool stalled = false;  // a request waits: a receive, the peer's answer or our answers
+        // under mu (its reader and flush_tx both set them): what ended the stream, for the log
+        const char *why = nullptr;
+        bool peer_end = false;             // why: the peer's kernel ended it (its process is gone)
         std::atomic<bool> disc_rx{false};  // the peer's Disconnect came on this stream
         bool connected = false;
         // tx: under mu
@@ -221,8 +222,15 @@ class QueuePair : public prov::QueuePair,
     // connection management
     void fail_connect(rpma_conn_event ev);
     void lost(const char *why, bool peer_end = false);
-    void lost(const Stream &s, const char *otherwise) {
-        lost(s.why ? s.why : otherwise, s.why && s.peer_end);
+    void lost(Stream &s, const char *otherwise) {  // s.mu not held
+        const char *why;
+        bool peer_end;
+        {
+            std::lock_guard lk(s.mu);
+            why = s.why;
+            peer_end = s.peer_end;
+        }
+        lost(why ? why : otherwise, why && peer_end);
     }
     void close_on_engine();
     void settle_for_close(Stream &s);  // s.mu held
