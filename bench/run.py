@@ -702,6 +702,11 @@ def main():
         peers = [p for p in PEERS if p in want]
     if not a.perf or (any(p in peers for p in ("tcp", "tcp-2msg")) and not a.tcp):
         ap.error("--perf and --tcp are required (or --bin-dir with them, or --from with --plot)")
+    if a.baseline_lib and not os.path.isfile(os.path.join(a.baseline_lib, "librpma.so.0")):
+        # LD_LIBRARY_PATH to it would be ignored, and rpma-perf would run over its own build:
+        # the base column would compare that build with itself
+        ap.error(f"--baseline-lib {a.baseline_lib} holds no librpma.so.0 (a build folder's is "
+                 "at its top, e.g. build/, not build/src/)")
     print(f"run.py: rpma-perf {a.perf}, tcp_peer {a.tcp or '(none)'}, "
           f"fabric_peer {a.fabric or '(none)'}, ucx_perftest {a.ucx or '(none)'}, "
           f"shm_peer {a.shm or '(none)'}, idle_conns {a.idle or '(none)'}", file=sys.stderr)
