@@ -55,6 +55,33 @@ TEST(RcTask, AHandedOnRunStaysOwnedUntilItsNewRunnerFinishes) {
     EXPECT_EQ(t.state(), State::kIdle);
 }
 
+TEST(RcTask, TryOwnTakesOnlyAnIdleTaskAndNeverArmsARunningOne) {
+    Task t;
+    ASSERT_TRUE(t.try_own());
+    EXPECT_FALSE(t.try_own());  // a poller finds it owned: nothing, not armed
+    EXPECT_EQ(t.state(), State::kRunning);
+    EXPECT_FALSE(t.finish());
+    EXPECT_TRUE(t.try_own());
+}
+
+// A waiter (drive) waits for its turn: wait_idle returns once the runner's last pass ends.
+TEST(RcTask, WaitIdleReturnsWhenTheRunnerLetsGo) {
+    Task t;
+    ASSERT_TRUE(t.schedule());
+    std::atomic<bool> released{false};
+    std::thread waiter([&] {
+        while (!t.try_own()) t.wait_idle();
+        EXPECT_TRUE(released.load());
+        EXPECT_FALSE(t.finish());
+    });
+    EXPECT_FALSE(t.schedule());  // armed: the runner passes again first
+    EXPECT_TRUE(t.finish());
+    released.store(true);
+    EXPECT_FALSE(t.finish());
+    waiter.join();
+    EXPECT_EQ(t.state(), State::kIdle);
+}
+
 TEST(RcTask, StoppingAnIdleTaskStopsItAtOnce) {
     Task t;
     EXPECT_TRUE(t.stop());

@@ -37,14 +37,9 @@ void QueuePair::spin(int fd) {
     if (ev & EPOLLIN) {
         std::unique_lock rl(s->rx_mu, std::try_to_lock);
         // its holder reads it: the engine does not step in; a stalled stream waits for a post
-        if (!rl || !readable(*s)) ev &= ~uint32_t{EPOLLIN};
+        if (!rl || !s->readable()) ev &= ~uint32_t{EPOLLIN};
     }
     if (ev) engine_events(*s, ev);
-}
-
-bool QueuePair::readable(Stream &s) {
-    std::lock_guard lk(s.mu);
-    return s.rx_on && !s.stalled && !s.disc_rx;
 }
 
 void QueuePair::engine_events(Stream &s, uint32_t events) {
@@ -70,7 +65,7 @@ void QueuePair::engine_events(Stream &s, uint32_t events) {
 void QueuePair::rearm(Stream &s) {
     // Another holder of the stream asked for what it needs itself (drive, poll_once).
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
-    if (rl && s.io->arm() && readable(s))
+    if (rl && s.io->arm() && s.readable())
         s.io->pass_wake();  // input came after the read: the peer saw no flag to ring
 }
 
@@ -154,11 +149,10 @@ bool QueuePair::on_writable(Stream &s, bool engine) {
 }
 
 void QueuePair::read_stream_if_free(Stream &s, ByteStream::Reader who) {
-    // The peer's requests are the responder task's: a running pass is armed (its runner passes
-    // again) instead of waited for. The answers: whoever holds rx_mu reads them.
+    // Each stream's reader is a task (the peer's requests: the responder; their answers: the
+    // completer): a running pass is armed (its runner passes again) instead of waited for.
     bool requests = &s == &resp();
-    std::unique_lock rl(s.rx_mu, std::defer_lock);
-    auto take = [&] { return requests ? responder_task_.schedule() : rl.try_lock(); };
+    auto take = [&] { return requests ? responder_task_.schedule() : completer_task_.schedule(); };
     if (!take()) {
         // A waiting thread drives this stream (drive, serve_requests). Stop polling it here
         // until that thread lets go, then check once more: either it sees backoff, or this
@@ -176,10 +170,31 @@ void QueuePair::read_stream_if_free(Stream &s, ByteStream::Reader who) {
         s.backoff = s.lent = false;
         update_mask(s);
     }
-    if (requests)
+    if (requests) {
         run_responder(who, true);
-    else
+        return;
+    }
+    {
+        std::lock_guard rl(s.rx_mu);  // contended only by the engine's try_lock, as below
         read_stream(s, who);
+    }
+    run_completer(who);
+}
+
+void QueuePair::run_completer(ByteStream::Reader who) {
+    Stream &s = req();
+    while (completer_task_.finish()) {
+        // scheduled during the pass (the engine's EPOLLIN): read again
+        bool go;
+        {
+            std::lock_guard lk(s.mu);
+            go = s.key && s.rx_on;
+        }
+        if (go && conn_.established()) {
+            std::lock_guard rl(s.rx_mu);
+            read_stream(s, who);
+        }
+    }
 }
 
 void QueuePair::run_responder(ByteStream::Reader who, bool owned) {
@@ -209,6 +224,9 @@ void QueuePair::run_responder(ByteStream::Reader who, bool owned) {
 void QueuePair::drive(int channel_fd) {
     Stream &s = req();
     Stream &r = resp();
+    // This thread runs the completer across its poll: the engine stays off the answer stream
+    // (one wake-up, not two). Another waiter's poll or a pass comes first: wait for its end.
+    while (!completer_task_.try_own()) completer_task_.wait_idle();
     std::unique_lock rl(s.rx_mu);
     bool ok = conn_.established();  // the handshake owns the streams until then
     bool serve = false, r_aside = false;
@@ -234,7 +252,10 @@ void QueuePair::drive(int channel_fd) {
         if (r_aside) step_aside(r);
         p[2].fd = r.fd.get();
     }
-    if (!ok) rl.unlock();
+    if (!ok) {
+        rl.unlock();
+        run_completer(ByteStream::Reader::kWaiter);
+    }
     // A doorbell stream (shm) first waits a moment, since a round trip with a spinning peer
     // takes microseconds and a sleep costs more; then it asks to be woken, and skips the sleep
     // if input came.
@@ -256,6 +277,7 @@ void QueuePair::drive(int channel_fd) {
     bool s_out = n > 0 && p[1].revents && (s.io->woken(EPOLLIN) & EPOLLOUT);
     if (ready || (n > 0 && p[1].revents)) read_stream(s);
     rl.unlock();
+    run_completer(ByteStream::Reader::kWaiter);
     hand_back(s);
     if (s_out) on_writable(s, false);  // (a failure was handled: the connection is lost)
     bool r_out = n > 0 && serve && p[2].revents && (r.io->woken(EPOLLIN) & EPOLLOUT);
@@ -315,8 +337,7 @@ void QueuePair::check_lent() {
 void QueuePair::poll_once(bool requests) {
     if (!conn_.established()) return;  // the handshake owns the streams until then
     Stream &s = req();
-    std::unique_lock rl(s.rx_mu, std::try_to_lock);
-    if (!rl) return;  // someone is reading it already
+    if (!completer_task_.try_own()) return;  // someone is reading it already
     bool go;
     {
         std::lock_guard lk(s.mu);
@@ -328,8 +349,11 @@ void QueuePair::poll_once(bool requests) {
         if (go && !s.io->doorbell() && waiter_serves_.load(std::memory_order_relaxed))
             step_aside(s);
     }
-    if (go) read_stream(s, ByteStream::Reader::kPoller);
-    rl.unlock();
+    if (go) {
+        std::lock_guard rl(s.rx_mu);
+        read_stream(s, ByteStream::Reader::kPoller);
+    }
+    run_completer(ByteStream::Reader::kPoller);
     hand_back(s);  // on every path: the engine may have stepped aside while we held the lock
     // A spinning thread pays a system call for each look at the request stream: it looks on
     // every poll only where requests came before (GPSPM, request/reply), else now and then.

@@ -14,18 +14,19 @@
 // queue pair only through its Host. The responder is a task (task.h): whoever schedules it
 // and finds it idle runs it (the engine thread, or an application thread that waits on or polls
 // its CQ: serve_requests); a schedule during a run arms it, so nobody waits for it. The
-// completer runs on the engine or on such a thread (drive, poll_once): whoever holds the
-// answer stream's rx_mu reads it. Frames wait in a TxQueue per stream (tx_queue.h)
-// and go out in qp_transmit.cc; qp_receive.cc steers the reads; tear-down is in qp_close.cc.
+// completer is a task too, run on the engine or on such a thread (drive, poll_once); a thread
+// in drive waits for its turn (wait_idle), the engine never does. Frames wait in a TxQueue per
+// stream (tx_queue.h) and go out in qp_transmit.cc; qp_receive.cc steers the reads; tear-down is in
+// qp_close.cc.
 //
 // The connection's CM state, deadlines and events are its Connection's (connection.h).
 //
 // Lock order (RankedMutex checks it in Debug and sanitizer builds):
 //   Stream::rx_mu (0) -> sq_mu_ (1) -> the Connection's (2) -> Stream::mu (3)
 // The CQ's, the receive queue's and the engine's own mutexes are taken last and hold nothing.
-// resp().rx_mu is taken only by the responder task's runner, for each read, and by the engine's
-// try_lock (spin, rearm, check_lent): it is never waited for while another thread reads. The
-// engine takes the answer stream's rx_mu only with try_lock. Waiting for the engine thread
+// Each rx_mu is taken only by its task's runner (for each read; drive across its poll) and by
+// the engine's try_lock (spin, rearm, check_lent): it is never waited for while another
+// thread reads. Waiting for the engine thread
 // (run_sync, Engine::add/remove) counts as taking a lock ranked below all of these, which the
 // checker cannot see: a thread holding an rx_mu still never waits for it (remove_streams).
 #pragma once
@@ -153,6 +154,11 @@ class QueuePair : public prov::QueuePair,
         // under mu: a check found a thread inside a wait, which may last hours; the engine
         // sleeps meanwhile, and that thread's hand_back schedules the next check
         bool check_paused = false;
+
+        bool readable() {  // a read could take input now (rx on, not stalled)
+            std::lock_guard lk(mu);
+            return rx_on && !stalled && !disc_rx;
+        }
     };
 
     QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events);
@@ -184,7 +190,6 @@ class QueuePair : public prov::QueuePair,
     void read_stream(Stream &s, ByteStream::Reader who = ByteStream::Reader::kWaiter);
     Stream *stream_of(int fd) noexcept;              // main_, join_ or nullptr
     void engine_events(Stream &s, uint32_t events);  // the engine's, after woken()
-    bool readable(Stream &s);  // a read could take input now (rx on, not stalled)
     // who: the kind of reader the engine is here (engine_events)
     void stream_events(Stream &s, uint32_t events, ByteStream::Reader who);
     // a spinning engine stops polling s: a doorbell again, or one now if input came after its
@@ -210,6 +215,9 @@ class QueuePair : public prov::QueuePair,
     // Schedules the responder (owned: this thread won the task already) and, if this thread
     // won it, passes until it goes idle; else the runner was armed and passes again.
     void run_responder(ByteStream::Reader who, bool owned = false);
+    // This thread owns completer_task_ and its pass is over: passes again (reads req()) while
+    // it was scheduled meanwhile, then leaves it idle.
+    void run_completer(ByteStream::Reader who);
 
     // Responder::Host (responder.cc), resp().rx_mu held
     Step note_peer_ack(uint64_t ack) override { return completer_.apply_peer_ack(ack); }
@@ -261,8 +269,11 @@ class QueuePair : public prov::QueuePair,
 
     RankedMutex sq_mu_{kSqRank};  // the send queue, the requester's and completer's state
     SendQueue sq_;                // under sq_mu_
-    // the answers to our requests; reads req() under its rx_mu
+    // The answers to our requests; whoever owns completer_task_ reads req() (the engine on
+    // EPOLLIN, a thread in drive across its poll, or in poll_once), holding its rx_mu for each
+    // read.
     Completer completer_;
+    Task completer_task_;
     // the post path and the source-fault marks (under req().mu)
     Requester requester_;
 

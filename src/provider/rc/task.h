@@ -51,9 +51,27 @@ class Task {
                          : s == State::kRunning ? State::kIdle
                                                 : State::kStopped;  // kStopping
             if (state_.compare_exchange_weak(s, next, std::memory_order_acq_rel,
-                                             std::memory_order_acquire))
+                                             std::memory_order_acquire)) {
+                if (next != State::kRunning) state_.notify_all();  // wait_idle
                 return next == State::kRunning;
+            }
         }
+    }
+
+    // Owns the run if the task is idle, without arming a running one: for a caller that must
+    // own it or do nothing (a poller), or that waits for its turn (wait_idle).
+    bool try_own() noexcept {
+        State s = State::kIdle;
+        return state_.compare_exchange_strong(s, State::kRunning, std::memory_order_acq_rel,
+                                              std::memory_order_acquire);
+    }
+
+    // Returns once nobody runs the task (idle or stopped). Only an application thread that
+    // owns no other task may wait here (a waiter whose turn it is next: drive); the engine
+    // never does.
+    void wait_idle() const noexcept {
+        for (State s = state(); s != State::kIdle && s != State::kStopped; s = state())
+            state_.wait(s, std::memory_order_acquire);
     }
 
     // True when the task is stopped now. False: a runner owns it, and it stops when that pass
