@@ -256,6 +256,10 @@ def self_test(fixtures):
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == '--self-test':
         return self_test(sys.argv[2])
+    if len(sys.argv) != 3:
+        print("usage: check_structure.py SRC_DIR CEILINGS.json | --self-test FIXTURES_DIR",
+              file=sys.stderr)
+        return 2
     src, ceilings_path = sys.argv[1], sys.argv[2]
     with open(ceilings_path) as fh:
         ceilings = json.load(fh)
