@@ -5,19 +5,44 @@
  * LOST (rdma_cm's DEVICE_REMOVAL), every call after that must return instead of hanging, and
  * deleting everything must let the device go (the kernel's removal waits for that). Runs only
  * where the link can be deleted (the guest); the reference passes it too.
+ *
+ * The kernel tells the ids of a removed device one after another, and an id destroyed while
+ * still connected sends a DREQ: had the client deleted its connection before the kernel came to
+ * the server's id, the server would see DISCONNECTED (CLOSED) first, on a NIC and on the
+ * reference alike. So each side, once it has its event, waits (LINK_LOSS_SYNC, a folder the
+ * script makes) until the other has its own before it touches the connection.
  */
 #define _GNU_SOURCE
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 
 #define LEN 4096
+
+/* marks WHO's event seen and waits (bounded by the script's timeout) for the other side's */
+static void rendezvous(const char *who) {
+    const char *dir = getenv("LINK_LOSS_SYNC");
+    if (!dir)
+        return;
+    char mine[4096], theirs[4096];
+    snprintf(mine, sizeof(mine), "%s/%s", dir, who);
+    snprintf(theirs, sizeof(theirs), "%s/%s", dir, strcmp(who, "server") ? "server" : "client");
+    FILE *f = fopen(mine, "w");
+    CHECK(f != NULL);
+    fclose(f);
+    while (access(theirs, F_OK) != 0)
+        usleep(10000);
+}
 
 /* LOST, after which a posted write is refused or flushed with an error; then everything goes */
 static void after_loss(struct rpma_peer **peer, struct rpma_conn **conn, struct rpma_mr_local **mr,
                        struct rpma_mr_remote *remote, const char *who) {
     enum rpma_conn_event ev = it_next_event(*conn);
     printf("%s: event %s\n", who, rpma_utils_conn_event_2str(ev));
+    fflush(stdout);
+    rendezvous(who);
     CHECK_EQ(ev, RPMA_CONN_LOST);
     if (remote) {
         /* the post must return; what becomes of it is the device's (the reference's never

@@ -13,8 +13,10 @@ if [ ! -e /dev/infiniband/rdma_cm ] || ! rdma link show "$LINK/1" >/dev/null 2>&
 	echo "SKIP: no rdma link $LINK here; runs in the soft-RoCE guest"
 	exit 77
 fi
-sout=$(mktemp) cout=$(mktemp)
-trap 'kill -KILL $spid $cpid 2>/dev/null; rm -f "$sout" "$cout"' EXIT
+sout=$(mktemp) cout=$(mktemp) sync=$(mktemp -d)
+trap 'kill -KILL $spid $cpid 2>/dev/null; rm -rf "$sout" "$cout" "$sync"' EXIT
+# each side waits there for the other's event before it deletes anything (see link_loss.c)
+export LINK_LOSS_SYNC=$sync
 timeout -k 5 "$LIMIT" env "$@" "$BIN" server "$ADDR" "$PORT" >"$sout" 2>&1 &
 spid=$!
 wait_for() { # FILE TEXT
