@@ -112,11 +112,17 @@ bool it_poll_fd(int fd, int timeout_ms);
 enum rpma_conn_event it_next_event(struct rpma_conn *conn);
 /* the next event must be the given one */
 void it_expect_event(struct rpma_conn *conn, enum rpma_conn_event expected);
+/* the first event of a connection this side accepted: ESTABLISHED. On a NIC it may be CLOSED
+ * instead, when the client disconnected at once: the kernel's CM may handle the client's
+ * disconnect request before its ready-to-use message (their work items run on any CPU), and
+ * rdma_cm then reports DISCONNECTED alone (the reference does the same). That CLOSED is kept:
+ * the next it_next_event of the connection returns it. */
+void it_expect_accepted(struct rpma_conn *conn);
 
 /* next incoming connection request within IT_WAIT_MS */
 struct rpma_conn_req *it_next_req(struct rpma_ep *ep, const struct rpma_conn_cfg *cfg);
 
-/* accepts req with pdata (may be NULL) and waits for ESTABLISHED */
+/* accepts req with pdata (may be NULL) and waits for ESTABLISHED (it_expect_accepted) */
 struct rpma_conn *it_accept(struct rpma_conn_req **req, const void *pdata, size_t pdata_len);
 
 /* connects to addr:port with pdata (may be NULL) and waits for ESTABLISHED */

@@ -86,7 +86,7 @@ static void *s_thread(void *arg) {
         pthread_mutex_lock(&g_api_lock);
         CHECK_OK(rpma_conn_req_connect(&req, &pd, &conn));
         pthread_mutex_unlock(&g_api_lock);
-        it_expect_event(conn, RPMA_CONN_ESTABLISHED);
+        it_expect_accepted(conn);
         /* the client writes, reads back and then disconnects */
         it_expect_event(conn, RPMA_CONN_CLOSED);
         CHECK_OK(rpma_conn_disconnect(conn));
