@@ -231,17 +231,17 @@ TEST_F(TcpDomainTest, RequestRejectedWhenDroppedUnaccepted) {
     c.qp->close();
 }
 
-// The send CQ is driven by its queue pair (a waiting or polling thread reads the answers itself)
-// from creation until close.
-TEST_F(TcpDomainTest, QueuePairDrivesItsCqUntilClosed) {
+// The queue pair is the send CQ's progress hook (a waiting or polling thread reads the answers
+// itself) from creation until close.
+TEST_F(TcpDomainTest, QueuePairIsItsCqsHookUntilClosed) {
     Side c;
     ASSERT_NO_FATAL_FAILURE(MakeSide(c));
     ASSERT_EQ(dom_->create_qp("127.0.0.1", "25712", c.attr(), &c.qp), 0);
     auto *cq = static_cast<Cq *>(c.cq.get());
-    EXPECT_EQ(cq->driver(), dynamic_cast<CqDriver *>(c.qp.get()));
-    EXPECT_NE(cq->driver(), nullptr);
+    EXPECT_EQ(cq->hook(), dynamic_cast<ProgressHook *>(c.qp.get()));
+    EXPECT_NE(cq->hook(), nullptr);
     c.qp->close();
-    EXPECT_EQ(cq->driver(), nullptr);
+    EXPECT_EQ(cq->hook(), nullptr);
 }
 
 TEST_F(TcpDomainTest, RequestAcceptedThenClosed) {

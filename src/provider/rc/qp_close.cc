@@ -9,7 +9,7 @@
 namespace rpma::rc {
 
 void QueuePair::close() {
-    set_cq_driver(nullptr);  // a waiter on the CQs no longer drives this queue pair
+    set_cq_hook(nullptr);  // a thread on the CQs no longer runs this queue pair
     // On the engine thread, as a barrier: work already queued for it has run once this returns,
     // and anything queued later sees closed(), so nothing touches the CQs the caller frees next.
     engine_->run_sync([this] { close_on_engine(); });
@@ -213,7 +213,7 @@ void QueuePair::on_timer() {
 }
 
 // lost() and maybe_closed() run on any thread that reads a stream, with its rx_mu held (a
-// fatal read in serve_requests, drive or poll_once). Engine::remove waits for the engine
+// fatal read in serve_requests, drive or progress). Engine::remove waits for the engine
 // thread, which must never wait for such a thread (it did in resume_now, before the responder
 // became a task: issue 21). So off the engine thread the streams leave the engine on its next turn.
 // close() waits for that turn (run_sync runs commands in order; a close that comes first removes

@@ -63,7 +63,7 @@ void QueuePair::engine_events(Stream &s, uint32_t events) {
 }
 
 void QueuePair::rearm(Stream &s) {
-    // Another holder of the stream asked for what it needs itself (drive, poll_once).
+    // Another holder of the stream asked for what it needs itself (drive, progress).
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
     if (rl && s.io->arm() && s.readable())
         s.io->pass_wake();  // input came after the read: the peer saw no flag to ring
@@ -221,19 +221,71 @@ void QueuePair::run_responder(ByteStream::Reader who, bool owned) {
     });
 }
 
-void QueuePair::drive(int channel_fd) {
+void QueuePair::progress(Cq &cq, bool wait, int channel_fd) {
+    // The peer's requests can produce a completion that cq's caller waits for only where cq
+    // takes receive completions and a receive is posted: elsewhere the engine serves them.
+    RecvQueue *q = cfg_.srq ? cfg_.srq : &rq_;
+    bool recvs = &cq == cfg_.recv_cq && q->holds_recv();
+    if (wait) {
+        drive(cq, channel_fd, recvs);
+        return;
+    }
+    if (!conn_.established()) return;  // the handshake owns the streams until then
+    Stream &s = req();
+    if (!completer_task_.try_own()) return;  // someone reads it already (a waiter asleep on cq)
+    // Owning the completer, this thread is the only one that may sleep on cq (ProgressHook):
+    // disarmed, its own pushes write no channel event.
+    bool armed = cq.disarm();
+    // The first poll after a waiting pass that read what woke it (the get_wc that drains what
+    // rpma_cq_wait returned) reads nothing: that pass just read the streams up to their end,
+    // and what came since is read by the next wait, at once, or the next poll.
+    bool look = !drained_by_wait_.exchange(false, std::memory_order_relaxed);
+    bool serves = recvs && waiter_serves_.load(std::memory_order_relaxed);
+    bool go = false;
+    if (look) {
+        std::lock_guard lk(s.mu);
+        go = s.key && s.rx_on;
+        // Where requests come too (both sides spin: GPSPM), a poller keeps its socket lent as
+        // a waiter does, so the engine does not wake beside two spinners for every answer.
+        // Not otherwise: with the target's engine on the other core, lending cost write+flush
+        // 21 -> 25 us at p50 (interleaved runs; a doorbell stream needs none: kPoller).
+        if (go && !s.io->doorbell() && serves) step_aside(s);
+    }
+    if (go) {
+        std::lock_guard rl(s.rx_mu);
+        read_stream(s, ByteStream::Reader::kPoller);
+    }
+    // A spinning thread pays a system call for each look at the request stream: it looks on
+    // every poll only where requests came before (GPSPM, request/reply), else now and then.
+    // Served before the completer is let go, so the receives it completes are pushed while cq
+    // is still disarmed.
+    if (look && recvs &&
+        (serves ||
+         (polls_.fetch_add(1, std::memory_order_relaxed) + 1) % kPollsPerRequestLook == 0))
+        serve_requests(ByteStream::Reader::kPoller);
+    run_completer(ByteStream::Reader::kPoller);
+    hand_back(s);  // on every path: the engine may have stepped aside while we held the lock
+    if (armed) cq.arm();
+}
+
+void QueuePair::drive(Cq &cq, int channel_fd, bool serve) {
     Stream &s = req();
     Stream &r = resp();
     // This thread runs the completer across its poll: the engine stays off the answer stream
     // (one wake-up, not two). Another waiter's poll or a pass comes first: wait for its end.
     while (!completer_task_.try_own()) completer_task_.wait_idle();
+    // Nobody else sleeps on cq now (a sleeper owns the completer): disarmed, the completions
+    // this thread pushes write no channel event. Armed again only for the sleep below.
+    cq.disarm();
+    drained_by_wait_.store(false, std::memory_order_relaxed);
     std::unique_lock rl(s.rx_mu);
     bool ok = conn_.established();  // the handshake owns the streams until then
-    bool serve = false, r_aside = false;
+    bool r_aside = false;
     // Holding rx_mu across the poll keeps the engine off the answer stream: one wake-up, not
-    // two. The peer's requests are watched too; the engine serves them whenever no thread
-    // waits here. The streams' fds are read under their locks: during set-up the engine may
-    // swap them (tcp::QueuePair::move_to_upgrade).
+    // two. The peer's requests are watched too where they can complete a receive on cq
+    // (serve, from progress); the engine serves them whenever no thread waits here. The streams'
+    // fds are read under their locks: during set-up the engine may swap them
+    // (tcp::QueuePair::move_to_upgrade).
     pollfd p[3] = {{channel_fd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0}};
     {
         std::lock_guard lk(s.mu);
@@ -245,7 +297,7 @@ void QueuePair::drive(int channel_fd) {
     }
     if (ok) {
         std::lock_guard lk(r.mu);
-        serve = r.key != 0 && r.rx_on && !r.stalled;  // a stalled request waits for a post
+        serve = serve && r.key != 0 && r.rx_on && !r.stalled;  // a stalled one waits for a post
         // Where waiters serve the peer's requests, the engine steps off that stream as well,
         // so a request wakes one thread, not two.
         r_aside = serve && waiter_serves_.load(std::memory_order_relaxed);
@@ -255,22 +307,27 @@ void QueuePair::drive(int channel_fd) {
     if (!ok) {
         rl.unlock();
         run_completer(ByteStream::Reader::kWaiter);
+        // no longer the owner: armed for good, this thread reads nothing more
+        cq.arm();
+        if (cq.empty()) ::poll(p, 1, -1);
+        hand_back(s);  // the engine may have stepped aside while we held the lock
+        return;
     }
     // A doorbell stream (shm) first waits a moment, since a round trip with a spinning peer
     // takes microseconds and a sleep costs more; then it asks to be woken, and skips the sleep
     // if input came.
-    bool ready = false;
-    if (ok && s.io->await_input(kAnswerWait)) {
-        ready = true;
-    } else if (ok) {
-        bool s_in = s.io->arm();  // both streams ask, whatever the first one says
-        bool r_in = serve && r.io->arm();
-        ready = s_in || r_in;
-    }
-    int n = ready ? 0 : ::poll(p, ok ? (serve ? 3 : 2) : 1, -1);
-    if (!ok) {
-        hand_back(s);  // the engine may have stepped aside while we held the lock
-        return;
+    bool ready = s.io->await_input(kAnswerWait);
+    int n = 0;
+    if (!ready) {
+        // Armed before the last look at the ring: a push from now on wakes the poll below.
+        cq.arm();
+        if (cq.empty()) {
+            bool s_in = s.io->arm();  // both streams ask, whatever the first one says
+            bool r_in = serve && r.io->arm();
+            ready = s_in || r_in;
+            if (!ready) n = ::poll(p, serve ? 3 : 2, -1);
+        }
+        cq.disarm();
     }
     // A doorbell taken here may also have meant room to send (woken: EPOLLOUT): handled here
     // too, as the engine would have.
@@ -281,9 +338,13 @@ void QueuePair::drive(int channel_fd) {
     hand_back(s);
     if (s_out) on_writable(s, false);  // (a failure was handled: the connection is lost)
     bool r_out = n > 0 && serve && p[2].revents && (r.io->woken(EPOLLIN) & EPOLLOUT);
-    if (serve && (ready || (n > 0 && p[2].revents))) serve_requests();
+    bool r_in = serve && (ready || (n > 0 && p[2].revents));
+    if (r_in) serve_requests();
     if (r_out) on_writable(r, false);
     if (r_aside) hand_back(r);  // the engine serves them again until the next wait (unless lent)
+    // this pass read what woke it: see progress
+    if (ready || (n > 0 && p[1].revents) || r_in)
+        drained_by_wait_.store(true, std::memory_order_relaxed);
 }
 
 void QueuePair::step_aside(Stream &s) {
@@ -334,35 +395,6 @@ void QueuePair::check_lent() {
     if (again) engine_->add_timer(Clock::now() + kLendCheck, weak_from_this());  // one for both
 }
 
-void QueuePair::poll_once(bool requests) {
-    if (!conn_.established()) return;  // the handshake owns the streams until then
-    Stream &s = req();
-    if (!completer_task_.try_own()) return;  // someone is reading it already
-    bool go;
-    {
-        std::lock_guard lk(s.mu);
-        go = s.key && s.rx_on;
-        // Where requests come too (both sides spin: GPSPM), a poller keeps its socket lent as
-        // a waiter does, so the engine does not wake beside two spinners for every answer.
-        // Not otherwise: with the target's engine on the other core, lending cost write+flush
-        // 21 -> 25 us at p50 (interleaved runs; a doorbell stream needs none: kPoller).
-        if (go && !s.io->doorbell() && waiter_serves_.load(std::memory_order_relaxed))
-            step_aside(s);
-    }
-    if (go) {
-        std::lock_guard rl(s.rx_mu);
-        read_stream(s, ByteStream::Reader::kPoller);
-    }
-    run_completer(ByteStream::Reader::kPoller);
-    hand_back(s);  // on every path: the engine may have stepped aside while we held the lock
-    // A spinning thread pays a system call for each look at the request stream: it looks on
-    // every poll only where requests came before (GPSPM, request/reply), else now and then.
-    if (requests &&
-        (waiter_serves_.load(std::memory_order_relaxed) ||
-         (polls_.fetch_add(1, std::memory_order_relaxed) + 1) % kPollsPerRequestLook == 0))
-        serve_requests(ByteStream::Reader::kPoller);
-}
-
 void QueuePair::serve_requests(ByteStream::Reader who) {
     if (!responder_task_.schedule()) return;  // armed: its runner reads them
     Stream &r = resp();
@@ -378,7 +410,7 @@ void QueuePair::serve_requests(ByteStream::Reader who) {
     if (go || responder_task_.finish())  // (not go, but scheduled meanwhile: pass for them)
         run_responder(who, true);
     if (responder_.executed() != before) waiter_serves_.store(true, std::memory_order_relaxed);
-    hand_back(r);  // on every path, as in poll_once
+    hand_back(r);  // on every path, as in progress
 }
 
 void QueuePair::hand_back(Stream &s) {

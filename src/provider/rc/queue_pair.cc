@@ -58,10 +58,10 @@ QueuePair::QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg,
 
 QueuePair::~QueuePair() = default;
 
-void QueuePair::set_cq_driver(CqDriver *d) noexcept {
-    cfg_.cq->set_driver(d);
-    // an SRQ's RCQ serves many queue pairs: nobody drives it
-    if (cfg_.recv_cq != cfg_.cq && !cfg_.srq) cfg_.recv_cq->set_driver(d);
+void QueuePair::set_cq_hook(ProgressHook *h) noexcept {
+    cfg_.cq->set_hook(h);
+    // an SRQ's RCQ serves many queue pairs: no one queue pair's hook runs it
+    if (cfg_.recv_cq != cfg_.cq && !cfg_.srq) cfg_.recv_cq->set_hook(h);
 }
 
 bool QueuePair::establish_stream(Stream &s, uint32_t events) {

@@ -14,8 +14,9 @@
 // queue pair only through its Host. The responder is a task (task.h): whoever schedules it
 // and finds it idle runs it (the engine thread, or an application thread that waits on or polls
 // its CQ: serve_requests); a schedule during a run arms it, so nobody waits for it. The
-// completer is a task too, run on the engine or on such a thread (drive, poll_once); a thread
-// in drive waits for its turn (wait_idle), the engine never does. Frames wait in a TxQueue per
+// completer is a task too, run on the engine or on such a thread (progress, the CQs'
+// ProgressHook); a thread waiting in drive waits for its turn (wait_idle), the engine never
+// does. Frames wait in a TxQueue per
 // stream (tx_queue.h) and go out in qp_transmit.cc; qp_receive.cc steers the reads; tear-down is in
 // qp_close.cc.
 //
@@ -78,7 +79,7 @@ struct QpConfig {
 class QueuePair : public prov::QueuePair,
                   public Handler,
                   public RecvWaiter,
-                  public CqDriver,
+                  public ProgressHook,
                   public Completer::Host,
                   public Responder::Host,
                   public std::enable_shared_from_this<QueuePair> {
@@ -106,10 +107,12 @@ class QueuePair : public prov::QueuePair,
     void on_timer() override;
     void on_failure(const char *why) override { lost(why); }
     void recv_posted() override;
-    void drive(int channel_fd) override;
-    void poll_once(bool requests) override;
-    // d (this queue pair, or nullptr) drives the CQ and the queue pair's own RCQ.
-    void set_cq_driver(CqDriver *d) noexcept;
+    // ProgressHook: a thread in get_wc or wait on cq reads the answers, and the peer's requests
+    // where cq takes receive completions and a receive is posted (the responder rule).
+    void progress(Cq &cq, bool wait, int channel_fd) override;
+    // h (this queue pair, or nullptr) is the progress hook of the CQ and the queue pair's own
+    // RCQ.
+    void set_cq_hook(ProgressHook *h) noexcept;
     // A waiting or polling thread serves the peer's requests too (the responder), so a target
     // application that waits for a message handles it on its own thread.
     void serve_requests(ByteStream::Reader who = ByteStream::Reader::kWaiter);
@@ -198,6 +201,9 @@ class QueuePair : public prov::QueuePair,
     // takes s.rx_mu (the peer's requests: the responder task), or leaves the work to its
     // holder; who: as read_stream
     void read_stream_if_free(Stream &s, ByteStream::Reader who = ByteStream::Reader::kWaiter);
+    // progress with wait: sleeps on the channel and the streams (serve: the request stream
+    // too), reads what came
+    void drive(Cq &cq, int channel_fd, bool serve);
     // EPOLLOUT: queued frames out, a request that waited for them resumed (on this thread if
     // engine, else on the engine's). false if the connection was lost.
     bool on_writable(Stream &s, bool engine);
@@ -270,7 +276,7 @@ class QueuePair : public prov::QueuePair,
     RankedMutex sq_mu_{kSqRank};  // the send queue, the requester's and completer's state
     SendQueue sq_;                // under sq_mu_
     // The answers to our requests; whoever owns completer_task_ reads req() (the engine on
-    // EPOLLIN, a thread in drive across its poll, or in poll_once), holding its rx_mu for each
+    // EPOLLIN, a thread in drive across its poll, or in progress), holding its rx_mu for each
     // read.
     Completer completer_;
     Task completer_task_;
@@ -283,12 +289,14 @@ class QueuePair : public prov::QueuePair,
     Task responder_task_;
     std::atomic<bool> responder_resume_{false};  // its next pass re-runs a stalled request
     // An application thread executed the peer's requests here (serve_requests): waiters and
-    // pollers keep serving them.
+    // pollers keep serving them (where their CQ takes receives and one is posted).
     std::atomic<bool> waiter_serves_{false};
     // Empty polls of threads spinning on the CQ; every kPollsPerRequestLook-th reads the
     // request stream while waiter_serves_ is not set.
     static constexpr uint32_t kPollsPerRequestLook = 64;
     std::atomic<uint32_t> polls_{0};
+    // The last waiting pass read what woke it: the next polling pass skips its reads (progress).
+    std::atomic<bool> drained_by_wait_{false};
 
     Stream main_;
     Stream join_;

@@ -29,6 +29,11 @@ class RecvQueue final : public prov::SharedRecvQueue {
     // Takes one receive, or registers w to be told when one is posted.
     std::optional<prov::RecvWr> take_or_wait(std::weak_ptr<RecvWaiter> w);
     std::deque<prov::RecvWr> drain();
+    // A receive is posted (a poller of its RCQ serves the peer's requests then).
+    bool holds_recv() {
+        std::lock_guard lk(mu_);
+        return !q_.empty();
+    }
 
   private:
     uint32_t capacity_;
