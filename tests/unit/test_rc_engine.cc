@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../support/mem_stream.h"
@@ -74,16 +75,25 @@ struct QpTestAccess {
                 serve(qp);  // the responder task's, as the engine's events run it
                 continue;
             }
-            std::lock_guard rl(s->rx_mu);
+            qp.run_requester();  // as EPOLLOUT schedules it
             bool readable;
             {
                 std::lock_guard lk(s->mu);
-                qp.flush_tx(*s);
                 readable = s->rx_on && !s->stalled;
             }
-            if (readable) qp.read_stream(*s);
+            if (readable) read_answers(qp);
         }
     }
+    // Reads the answers to our requests, as the engine's EPOLLIN does (the completer; the end
+    // of its read runs the requester).
+    static void read_answers(QueuePair &qp) {
+        std::lock_guard rl(qp.req().rx_mu);
+        qp.read_stream(qp.req());
+    }
+    // EPOLLOUT on the request stream, as the engine handles it.
+    static bool requests_writable(QueuePair &qp) { return qp.on_writable(qp.req(), true); }
+    static Task::State requester(QueuePair &qp) { return qp.requester_task_.state(); }
+    static const RankedMutex *requests_mu(QueuePair &qp) { return &qp.req().mu; }
     // What the engine does when a receive is posted (recv_posted), on this thread.
     static void resume(QueuePair &qp) {
         qp.responder_resume_.store(true);
@@ -131,6 +141,7 @@ class RcEngineTest : public ::testing::Test {
         make(client_, true, streams_[0].get(), streams_[1].get());
         make(server_, false, streams_[2].get(), streams_[3].get());
         server_answers_ = s2c_main;
+        client_requests_ = c2s_main;
     }
 
     void TearDown() override {
@@ -195,8 +206,9 @@ class RcEngineTest : public ::testing::Test {
     Engine engine_;
     std::vector<std::unique_ptr<MemStream>> streams_;
     Side client_, server_;
-    std::shared_ptr<Channel> server_answers_;  // the server's answers to the client's requests
-    uint32_t sq_size_ = 16;                    // set before SetUp
+    std::shared_ptr<Channel> server_answers_;   // the server's answers to the client's requests
+    std::shared_ptr<Channel> client_requests_;  // the client's requests, unread by the server
+    uint32_t sq_size_ = 16;                     // set before SetUp
 };
 
 TEST_F(RcEngineTest, WritePlacesDataAndCompletes) {
@@ -734,6 +746,183 @@ TEST_F(RcEngineGatedAnswerTest, APostAfterAFailedReceiveCompletesAfterOlderReque
     std::vector<std::pair<uint64_t, ibv_wc_status>> want{
         {21, IBV_WC_LOC_LEN_ERR}, {22, IBV_WC_WR_FLUSH_ERR}, {23, IBV_WC_WR_FLUSH_ERR}};
     EXPECT_EQ(got, want);
+}
+
+// The wait hook's view: a thread waits for this mutex (a post for the request stream's lock).
+std::atomic<const RankedMutex *> g_waited_for{nullptr};
+std::promise<void> *g_waits = nullptr;
+void on_wait(const RankedMutex *m) {
+    if (m == g_waited_for.load() && g_waits) std::exchange(g_waits, nullptr)->set_value();
+}
+
+// The request stream's transmit side is a task (the requester): whoever sends is its runner,
+// and a post or an answer reader that finds it running arms it instead of waiting.
+class RcEngineGatedRequestTest : public RcEngineTest {
+  protected:
+    void SetUp() override {
+        RcEngineTest::SetUp();
+        io_ = std::make_unique<GatedWrites>(streams_[0].get());  // the client's requests
+        QpTestAccess::establish(*client_.qp, true, io_.get(), streams_[1].get());
+    }
+    void TearDown() override {
+        RankedMutex::set_wait_hook(nullptr);
+        g_waits = nullptr;
+        RcEngineTest::TearDown();
+    }
+    size_t queued_bytes() {
+        std::lock_guard lk(client_requests_->mu);
+        return client_requests_->bytes.size();
+    }
+    // Opens the gate once; declared after the futures that wait on it, so a failed assertion
+    // opens it before their destructors wait.
+    struct Gate {
+        GatedWrites *io;
+        bool opened = false;
+        void open() {
+            if (!std::exchange(opened, true)) io->release.set_value();
+        }
+        ~Gate() { open(); }
+    };
+    std::unique_ptr<GatedWrites> io_;  // outlives TearDown's close
+};
+
+// A post while another thread's post is inside its send: both frames leave with no answer read
+// (the runner, armed, passes again, or the second post finds it idle and sends its own).
+TEST_F(RcEngineGatedRequestTest, APostWhileAnotherThreadSendsGoesOutWithoutAnAnswer) {
+    io_->armed = true;
+    std::future<int> first, second;
+    Gate gate{io_.get()};
+    first = std::async(std::launch::async,
+                       [&] { return client_.qp->post_send(wr(prov::WrOp::kWrite, 1, 0, 16, 0)); });
+    ASSERT_EQ(io_->entered.get_future().wait_for(std::chrono::seconds(20)),
+              std::future_status::ready);
+    EXPECT_NE(QpTestAccess::requester(*client_.qp), Task::State::kIdle);
+    std::promise<void> waits;
+    g_waits = &waits;
+    g_waited_for = QpTestAccess::requests_mu(*client_.qp);
+    RankedMutex::set_wait_hook(on_wait);
+    second = std::async(std::launch::async, [&] {
+        return client_.qp->post_send(wr(prov::WrOp::kWrite, 2, 16, 16, 16));
+    });
+    ASSERT_EQ(waits.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    gate.open();
+    EXPECT_EQ(first.get(), 0);
+    EXPECT_EQ(second.get(), 0);
+    EXPECT_EQ(QpTestAccess::requester(*client_.qp), Task::State::kIdle);
+    EXPECT_EQ(queued_bytes(), 2 * (kHeaderSize + 16));  // both out, nothing read by anyone
+    ibv_wc wc;
+    for (uint64_t id = 1; id <= 2; ++id) {
+        ASSERT_TRUE(next_wc(client_, &wc));
+        EXPECT_EQ(wc.wr_id, id);
+        EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    }
+}
+
+// The answer reader finds a post inside its send: it arms the requester and returns (before, it
+// skipped the send or, with posts held for it, waited for the lock); the runner passes again.
+TEST_F(RcEngineGatedRequestTest, TheAnswerReaderArmsARunningRequesterInsteadOfWaiting) {
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kWrite, 1, 0, 16, 0)), 0);
+    QpTestAccess::serve(*server_.qp);  // its ACK waits in the client's answer stream
+    io_->armed = true;
+    std::future<int> post;
+    std::future<void> read;
+    Gate gate{io_.get()};
+    post = std::async(std::launch::async,
+                      [&] { return client_.qp->post_send(wr(prov::WrOp::kWrite, 2, 16, 16, 16)); });
+    ASSERT_EQ(io_->entered.get_future().wait_for(std::chrono::seconds(20)),
+              std::future_status::ready);
+    read = std::async(std::launch::async, [&] { QpTestAccess::read_answers(*client_.qp); });
+    ASSERT_EQ(read.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    EXPECT_EQ(QpTestAccess::requester(*client_.qp), Task::State::kArmed);
+    ibv_wc wc;
+    int got = 0;
+    ASSERT_EQ(client_.cq->get_wc(1, &wc, &got), 0);  // the answer was read meanwhile
+    EXPECT_EQ(wc.wr_id, 1u);
+    gate.open();
+    EXPECT_EQ(post.get(), 0);
+    EXPECT_EQ(QpTestAccess::requester(*client_.qp), Task::State::kIdle);
+    ASSERT_TRUE(next_wc(client_, &wc));
+    EXPECT_EQ(wc.wr_id, 2u);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
+// Counts the writes (system calls, on a socket) of the stream it wraps.
+class CountingWrites final : public ByteStream {
+  public:
+    explicit CountingWrites(ByteStream *s) noexcept : s_(s) {}
+    ssize_t writev(const iovec *iov, int n) override {
+        ++writes;
+        return s_->writev(iov, n);
+    }
+    ssize_t readv(const iovec *iov, int n) override { return s_->readv(iov, n); }
+    void shutdown(int how) override { s_->shutdown(how); }
+    Wait wait(uint32_t want) noexcept override { return s_->wait(want); }
+    std::atomic<int> writes{0};
+
+  private:
+    ByteStream *s_;
+};
+
+class RcEngineCountedRequestTest : public RcEngineTest {
+  protected:
+    void SetUp() override {
+        RcEngineTest::SetUp();
+        io_ = std::make_unique<CountingWrites>(streams_[0].get());  // the client's requests
+        QpTestAccess::establish(*client_.qp, true, io_.get(), streams_[1].get());
+    }
+    size_t queued_bytes() {
+        std::lock_guard lk(client_requests_->mu);
+        return client_requests_->bytes.size();
+    }
+    std::unique_ptr<CountingWrites> io_;  // outlives TearDown's close
+};
+
+// Below kCorkDepth every post is one write; at depth, with an answer due, posts only queue, and
+// the thread that reads that answer sends them all in one write.
+TEST_F(RcEngineCountedRequestTest, PostsAtDepthGoOutInOneWriteWithTheAnswer) {
+    constexpr uint64_t kHeld = 5;
+    for (uint64_t i = 1; i < kCorkDepth; ++i)
+        ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kWrite, i, i * 16, 16, i * 16)), 0);
+    EXPECT_EQ(io_->writes.load(), static_cast<int>(kCorkDepth - 1));
+    for (uint64_t i = kCorkDepth; i < kCorkDepth + kHeld; ++i)
+        ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kWrite, i, i * 16, 16, i * 16)), 0);
+    EXPECT_EQ(io_->writes.load(), static_cast<int>(kCorkDepth - 1));  // held for the answers
+    EXPECT_EQ(queued_bytes(), (kCorkDepth - 1) * (kHeaderSize + 16));
+    QpTestAccess::serve(*server_.qp);
+    QpTestAccess::read_answers(*client_.qp);
+    EXPECT_EQ(io_->writes.load(), static_cast<int>(kCorkDepth));  // all held ones in one write
+    EXPECT_EQ(queued_bytes(), kHeld * (kHeaderSize + 16));
+    ibv_wc wc;
+    for (uint64_t i = 1; i < kCorkDepth + kHeld; ++i) {
+        ASSERT_TRUE(next_wc(client_, &wc));
+        EXPECT_EQ(wc.wr_id, i);
+        EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    }
+}
+
+// A full request stream keeps the frames queued; a post meanwhile only joins them, and EPOLLOUT
+// runs the requester, which sends them all in one write.
+TEST_F(RcEngineCountedRequestTest, AFullStreamSendsOnWritableInOneWrite) {
+    {
+        std::lock_guard lk(client_requests_->mu);
+        client_requests_->capacity = 0;
+    }
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kWrite, 1, 0, 16, 0)), 0);
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kWrite, 2, 16, 16, 16)), 0);
+    EXPECT_EQ(io_->writes.load(), 1);  // the first found it full; the second joined it
+    {
+        std::lock_guard lk(client_requests_->mu);
+        client_requests_->capacity = 256 * 1024;
+    }
+    EXPECT_TRUE(QpTestAccess::requests_writable(*client_.qp));
+    EXPECT_EQ(io_->writes.load(), 2);
+    EXPECT_EQ(queued_bytes(), 2 * (kHeaderSize + 16));
+    ibv_wc wc;
+    for (uint64_t id = 1; id <= 2; ++id) {
+        ASSERT_TRUE(next_wc(client_, &wc));
+        EXPECT_EQ(wc.wr_id, id);
+        EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+    }
 }
 
 // A malformed frame ends the connection (LOST) and never reaches memory.

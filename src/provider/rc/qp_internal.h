@@ -29,8 +29,9 @@ inline bool ended_by_peer(ssize_t n, int err) noexcept {
 constexpr size_t kDirectThreshold = 8192;
 constexpr int kMaxIov = 64;
 // With this many requests outstanding and an answer on its way, a post only queues its frame
-// (corks it): the thread that reads that answer sends every frame queued by then in one
-// sendmsg. Below it (depth-1 latency, GPSPM) every post is sent at once.
+// and leaves the requester alone: the thread that reads that answer runs it, sending every
+// frame queued by then in one sendmsg. Below it (depth-1 latency, GPSPM) every post runs the
+// requester (or arms it) at once.
 constexpr size_t kCorkDepth = 8;
 // Read answers the responder lets queue before it sends them itself: one sendmsg gathers a
 // header and a payload per frame, so this many fill its iovec list.

@@ -125,6 +125,11 @@ void QueuePair::stream_events(Stream &s, uint32_t events, ByteStream::Reader who
 }
 
 bool QueuePair::on_writable(Stream &s, bool engine) {
+    if (&s == &req()) {
+        if (run_requester()) return true;  // (a runner elsewhere was armed: it sends)
+        lost(s, "send failed");
+        return false;
+    }
     bool sent, drained = false;
     {
         std::lock_guard lk(s.mu);
@@ -488,29 +493,23 @@ void QueuePair::finish_read(Stream &s, Step st) {
         lost(s, "send failed");
         return;
     }
-    bool sent = true, retry = false;
-    {
-        // Our requests queued while the engine read answers go out now (corked ones too: see
-        // post_send). A poster that holds the lock sends what is queued itself (or leaves it
-        // for EPOLLOUT), so unless posts are corked the answer reader does not sleep on the lock
-        // for the length of that sendmsg.
-        bool may_skip = !responder && st != Step::kStall && st != Step::kStop &&
-                        !s.corked.load(std::memory_order_acquire);
-        std::unique_lock lk(s.mu, std::try_to_lock);
-        if (!lk && !may_skip) lk.lock();
-        if (lk && !responder) sent = flush_tx(s);
-        if (lk && sent && st == Step::kStall) {
+    // Our requests queued while this thread read answers go out now (those that waited for an
+    // answer too: post_send). A thread already sending them is armed instead of waited for.
+    if (!responder && !run_requester()) {
+        lost(s, "send failed");
+        return;
+    }
+    bool retry = false;
+    if (st == Step::kStall || st == Step::kStop) {
+        std::lock_guard lk(s.mu);
+        if (st == Step::kStall) {
             s.stalled = true;
             retry = take_drained(s);  // the answers left since the request chose to wait
             update_mask(s);
-        } else if (lk && sent && st == Step::kStop && s.rx_on) {
+        } else if (s.rx_on) {
             s.rx_on = false;  // end of this stream's input
             update_mask(s);
         }
-    }
-    if (!sent) {
-        lost(s, "send failed");  // not under s.mu: lost() takes it
-        return;
     }
     if (responder) responder_.absorb_queued_nak();
     if (retry) resume_responder();

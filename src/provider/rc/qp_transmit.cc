@@ -23,23 +23,29 @@ int QueuePair::post_send(prov::SendWr wr) {
     int ret = requester_.post(std::move(wr), open, responder_.executed(), item);
     if (!item) return ret;
     Stream &s = req();
-    std::lock_guard tlk(s.mu);
-    // Frames already queued mean the socket is full and the engine sends on EPOLLOUT, or they
-    // are corked; this one joins them (and goes out in the same sendmsg).
-    bool idle = s.tx.empty();
-    // Corked: many requests are in flight and one whose answer will come has left (the send
-    // queue holds a contiguous range of sequence numbers), so the thread that reads that answer
-    // sends this frame (finish_read), with every other posted by then, in one sendmsg. Set before
-    // sq_mu_ is released: that reader completes the answer under sq_mu_ and then sees it.
-    if (idle && sq_.outstanding() >= kCorkDepth && sq_.front().seq <= s.tx.answer_due()) {
-        idle = false;
-        s.corked.store(true, std::memory_order_release);
+    bool run;
+    {
+        std::lock_guard tlk(s.mu);
+        // Frames already queued mean the socket is full (EPOLLOUT schedules the requester), or
+        // they wait for an answer as below, or the post that queued them has yet to schedule
+        // the requester: this one joins them (and goes out in the same sendmsg).
+        run = s.tx.empty();
+        // Many requests in flight and one whose answer will come has left (the send queue holds
+        // a contiguous range of sequence numbers): the thread that reads that answer completes
+        // it under sq_mu_, after this push, and then runs the requester (finish_read), which
+        // sends this frame with every other posted by then in one sendmsg. Exact: whoever
+        // reads that answer runs the requester after it, so the frame never waits longer.
+        if (run && sq_.outstanding() >= kCorkDepth && sq_.front().seq <= s.tx.answer_due())
+            run = false;
+        s.tx.push(std::move(*item));
     }
-    s.tx.push(std::move(*item));
-    // Queued in sequence order (under sq_mu_); the send itself needs only s.mu, so the
-    // completer can take sq_mu_ for the answers that arrive meanwhile instead of sleeping.
+    // Queued in sequence order (under sq_mu_); the send needs only s.mu, so the completer can
+    // take sq_mu_ for the answers that arrive meanwhile instead of sleeping.
     lk.unlock();
-    if (idle) flush_tx(s);
+    // Idle: this thread sends now. Running elsewhere: armed, and that runner's next pass sends
+    // this frame, never waiting for an answer. A broken stream was shut down (flush_tx): the
+    // engine sees its end and reports the loss.
+    if (run) run_requester();
     return 0;
 }
 
@@ -129,7 +135,6 @@ bool QueuePair::flush_tx(Stream &s) {
         }
         break;
     }
-    s.corked.store(false, std::memory_order_relaxed);
     if (s.want_out) {
         s.want_out = false;
         update_mask(s);
@@ -137,10 +142,16 @@ bool QueuePair::flush_tx(Stream &s) {
     return true;
 }
 
-void QueuePair::send_frame(Stream &s, const FrameHeader &h) {
-    std::lock_guard lk(s.mu);
-    s.tx.push(TxItem{h, nullptr, 0, nullptr});
-    flush_tx(s);  // a broken stream shows up on the receive side as well
+bool QueuePair::run_requester() {
+    if (!requester_task_.schedule()) return true;  // armed: its runner sends again
+    Stream &s = req();
+    bool ok = true;
+    run_passes(requester_task_, [&] {
+        std::lock_guard lk(s.mu);
+        ok = flush_tx(s) && ok;  // an empty queue costs no system call
+        return true;
+    });
+    return ok;
 }
 
 void QueuePair::append_ack(Stream &s) {

@@ -16,9 +16,10 @@
 // its CQ: serve_requests); a schedule during a run arms it, so nobody waits for it. The
 // completer is a task too, run on the engine or on such a thread (progress, the CQs'
 // ProgressHook); a thread waiting in drive waits for its turn (wait_idle), the engine never
-// does. Frames wait in a TxQueue per
-// stream (tx_queue.h) and go out in qp_transmit.cc; qp_receive.cc steers the reads; tear-down is in
-// qp_close.cc.
+// does. The request stream's transmit side is the requester task: a post runs it inline when
+// it is idle and arms it when another thread runs it; the answer reader and EPOLLOUT schedule
+// it too (run_requester). Frames wait in a TxQueue per stream (tx_queue.h) and go out in
+// qp_transmit.cc; qp_receive.cc steers the reads; tear-down is in qp_close.cc.
 //
 // The connection's CM state, deadlines and events are its Connection's (connection.h).
 //
@@ -144,8 +145,6 @@ class QueuePair : public prov::QueuePair,
         bool wr_shut = false;
         bool drain_wait = false;              // the responder waits for the answers to leave
         std::atomic<bool> nak_queued{false};  // a read answer became a NAK: responder in error
-        // Posts wait in tx for the answer reader to send them with its flush (post_send).
-        std::atomic<bool> corked{false};
         RankedMutex rx_mu{kRxRank};  // whoever reads the stream holds it, a driving waiter too
         bool backoff = false;        // under mu: the engine found rx_mu held and stopped polling
         // Lent (a socket stream, under mu): a waiting thread set backoff and keeps it between its
@@ -186,7 +185,10 @@ class QueuePair : public prov::QueuePair,
     bool region_vanished(Stream &s, TxItem &it);  // s.mu held; false: the stream must end
     bool flush_tx(Stream &s);                     // s.mu held; false on a broken stream
     void update_mask(Stream &s);                  // s.mu held
-    void send_frame(Stream &s, const FrameHeader &h);
+    // Schedules the requester (req()'s transmit side) and, if this thread won it, passes
+    // (sends what is queued) until it goes idle; else its runner was armed and sends again.
+    // false if a pass of this thread found the stream broken (its caller reports the loss).
+    bool run_requester();
 
     // rx
     // s.rx_mu held; who: the kind of thread that reads (byte_stream.h)
@@ -282,6 +284,9 @@ class QueuePair : public prov::QueuePair,
     Task completer_task_;
     // the post path and the source-fault marks (under req().mu)
     Requester requester_;
+    // req()'s transmit side: whoever wins it sends the queued requests (a post, the answer
+    // reader after each read, the engine on EPOLLOUT), holding req().mu for each send.
+    Task requester_task_;
 
     // The peer's requests; whoever wins responder_task_ runs it (the engine thread, or an
     // application thread waiting on or polling the CQ), holding resp().rx_mu for each read.
