@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # netns.sh NETFAULT MODE PORT -- network faults between two network namespaces this script
 # creates (a veth pair, 10.231.N.1 and 10.231.N.2 inside them only) and always deletes.
-#   cut          a connection, then `iptables -A INPUT -j DROP` inside the server's namespace:
-#                both ends must get LOST within RPMA_DEAD_PEER_TIMEOUT_MS=2000 + slack
+#   cut          a connection, then everything dropped both ways inside the server's namespace
+#                (iptables INPUT and OUTPUT; a one-way cut would let the server's FIN out when
+#                its own timeout fires, and the client could see CLOSED before its timeout,
+#                a race of two equal timers): both ends must get LOST within RPMA_DEAD_PEER_TIMEOUT_MS=2000 + slack
 #   unreachable  a closed port (REJECTED quickly); then a DROPping peer and an address nobody
 #                owns (UNREACHABLE within the conn cfg timeout + slack)
 # Exits 77 (ctest SKIP_RETURN_CODE) when not root, or namespaces or iptables are not permitted.
@@ -62,7 +64,7 @@ if ! ip netns exec "$NS_A" iptables -S >/dev/null 2>&1; then
 	echo "SKIP: iptables does not work inside a network namespace here"
 	exit $SKIP
 fi
-CUT="ip netns exec $NS_A iptables -A INPUT -j DROP"
+CUT="ip netns exec $NS_A iptables -A INPUT -j DROP && ip netns exec $NS_A iptables -A OUTPUT -j DROP"
 export RPMA_DEAD_PEER_TIMEOUT_MS=2000
 
 in_a() { ip netns exec "$NS_A" timeout -k 5 60 "$@"; }
@@ -93,7 +95,7 @@ cut)
 	;;
 unreachable)
 	in_b "$BIN" rejected "$A" "$PORT" || exit 1
-	$CUT || exit 1
+	eval "$CUT" || exit 1
 	in_b "$BIN" unreachable "$A" "$PORT" 1500 || exit 1
 	in_b "$BIN" unreachable "$NOBODY" "$PORT" 1500 || exit 1
 	;;
