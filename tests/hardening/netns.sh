@@ -4,8 +4,9 @@
 # creates (a veth pair, 10.231.N.1 and 10.231.N.2 inside them only) and always deletes.
 #   cut          a connection, then everything dropped both ways inside the server's namespace
 #                (iptables INPUT and OUTPUT; a one-way cut would let the server's FIN out when
-#                its own timeout fires, and the client could see CLOSED before its timeout,
-#                a race of two equal timers): both ends must get LOST within RPMA_DEAD_PEER_TIMEOUT_MS=2000 + slack
+#                its own timeout fires, and the client could see CLOSED before its timeout, a
+#                race of two equal timers): both ends must get LOST within
+#                RPMA_DEAD_PEER_TIMEOUT_MS=2000 + slack
 #   unreachable  a closed port (REJECTED quickly); then a DROPping peer and an address nobody
 #                owns (UNREACHABLE within the conn cfg timeout + slack)
 # Exits 77 (ctest SKIP_RETURN_CODE) when not root, or namespaces or iptables are not permitted.

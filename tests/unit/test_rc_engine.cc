@@ -631,29 +631,37 @@ TEST_F(RcEngineTest, ARequestStreamEndAloneLosesTheConnectionAfterAGrace) {
     EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
 }
 
+// Passes every call to the stream it wraps; the test streams below change one or two of them.
+class ForwardingStream : public ByteStream {
+  public:
+    explicit ForwardingStream(ByteStream *s) noexcept : s_(s) {}
+    ssize_t writev(const iovec *iov, int n) override { return s_->writev(iov, n); }
+    ssize_t readv(const iovec *iov, int n) override { return s_->readv(iov, n); }
+    void shutdown(int how) override { s_->shutdown(how); }
+    Wait wait(uint32_t want) noexcept override { return s_->wait(want); }
+
+  private:
+    ByteStream *s_;
+};
+
 // A stream whose writes fail as a shm ring's do on a bad index (EPROTO): an error that, unlike
 // a socket's, no readiness shows to the engine.
-class FailingWrites final : public ByteStream {
+class FailingWrites final : public ForwardingStream {
   public:
-    explicit FailingWrites(ByteStream *s) noexcept : s_(s) {}
+    using ForwardingStream::ForwardingStream;
     ssize_t writev(const iovec *iov, int n) override {
         if (fail) {
             errno = EPROTO;
             return -1;
         }
-        return s_->writev(iov, n);
+        return ForwardingStream::writev(iov, n);
     }
-    ssize_t readv(const iovec *iov, int n) override { return s_->readv(iov, n); }
     void shutdown(int how) override {
         ++shutdowns;
-        s_->shutdown(how);
+        ForwardingStream::shutdown(how);
     }
-    Wait wait(uint32_t want) noexcept override { return s_->wait(want); }
     bool fail = false;
     int shutdowns = 0;
-
-  private:
-    ByteStream *s_;
 };
 
 class RcEngineWriteErrorTest : public RcEngineTest {
@@ -683,24 +691,18 @@ TEST_F(RcEngineWriteErrorTest, AWriteErrorAPostFindsEndsTheConnection) {
 
 // A stream whose next write, once armed, stops until the test releases it: a handshake, no
 // sleep, puts the test inside the responder between two of its steps.
-class GatedWrites final : public ByteStream {
+class GatedWrites final : public ForwardingStream {
   public:
-    explicit GatedWrites(ByteStream *s) noexcept : s_(s) {}
+    using ForwardingStream::ForwardingStream;
     ssize_t writev(const iovec *iov, int n) override {
         if (armed.exchange(false)) {
             entered.set_value();
             release.get_future().wait();
         }
-        return s_->writev(iov, n);
+        return ForwardingStream::writev(iov, n);
     }
-    ssize_t readv(const iovec *iov, int n) override { return s_->readv(iov, n); }
-    void shutdown(int how) override { s_->shutdown(how); }
-    Wait wait(uint32_t want) noexcept override { return s_->wait(want); }
     std::atomic<bool> armed{false};
     std::promise<void> entered, release;
-
-  private:
-    ByteStream *s_;
 };
 
 class RcEngineGatedAnswerTest : public RcEngineTest {
@@ -847,20 +849,14 @@ TEST_F(RcEngineGatedRequestTest, TheAnswerReaderArmsARunningRequesterInsteadOfWa
 }
 
 // Counts the writes (system calls, on a socket) of the stream it wraps.
-class CountingWrites final : public ByteStream {
+class CountingWrites final : public ForwardingStream {
   public:
-    explicit CountingWrites(ByteStream *s) noexcept : s_(s) {}
+    using ForwardingStream::ForwardingStream;
     ssize_t writev(const iovec *iov, int n) override {
         ++writes;
-        return s_->writev(iov, n);
+        return ForwardingStream::writev(iov, n);
     }
-    ssize_t readv(const iovec *iov, int n) override { return s_->readv(iov, n); }
-    void shutdown(int how) override { s_->shutdown(how); }
-    Wait wait(uint32_t want) noexcept override { return s_->wait(want); }
     std::atomic<int> writes{0};
-
-  private:
-    ByteStream *s_;
 };
 
 class RcEngineCountedRequestTest : public RcEngineTest {

@@ -34,6 +34,13 @@ bool Readable(const ComplChannel &ch) {
     return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
+// The channel's fd made O_NONBLOCK, as an application that polls it does.
+void MakeNonBlocking(const ComplChannel &ch) {
+    int fl = ::fcntl(ch.fd(), F_GETFL);
+    ASSERT_GE(fl, 0);
+    ASSERT_EQ(::fcntl(ch.fd(), F_SETFL, fl | O_NONBLOCK), 0);
+}
+
 TEST(SoftCq, EmptyGivesNoCompletion) {
     ComplChannel ch;
     ASSERT_TRUE(ch.valid());
@@ -124,9 +131,7 @@ TEST(SoftCq, SharedChannelNamesTheCqThatFired) {
 TEST(SoftCq, NonBlockingChannelGivesNoCompletion) {
     ComplChannel ch;
     Cq cq(&ch, false);
-    int fl = ::fcntl(ch.fd(), F_GETFL);
-    ASSERT_GE(fl, 0);
-    ASSERT_EQ(::fcntl(ch.fd(), F_SETFL, fl | O_NONBLOCK), 0);
+    ASSERT_NO_FATAL_FAILURE(MakeNonBlocking(ch));
     EXPECT_TRUE(ch.nonblocking());
     EXPECT_EQ(cq.wait(), RPMA_E_NO_COMPLETION);
     EXPECT_EQ(ch.wait(), nullptr);
@@ -259,8 +264,7 @@ TEST(SoftCqHook, AFiredEventEndsTheWaitWithoutAPass) {
     ComplChannel nb;
     Cq b(&nb, false);
     b.set_hook(&hook);
-    int fl = ::fcntl(nb.fd(), F_GETFL);
-    ASSERT_EQ(::fcntl(nb.fd(), F_SETFL, fl | O_NONBLOCK), 0);
+    ASSERT_NO_FATAL_FAILURE(MakeNonBlocking(nb));
     EXPECT_EQ(b.wait(), RPMA_E_NO_COMPLETION);
     EXPECT_EQ(hook.calls.load(), 0);
 }
