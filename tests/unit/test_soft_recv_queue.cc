@@ -1,6 +1,6 @@
 // The software receive queue (src/provider/soft/recv_queue.h): bounded like ibv_post_recv, taken
 // in posting order, a responder that found it empty is told once about the next post, and drain
-// hands back whatever is left.
+// hands back whatever is left; holds_recv tells, without the lock, whether a receive is posted.
 #include <gtest/gtest.h>
 #include <librpma.h>
 
@@ -94,6 +94,27 @@ TEST(SoftRecvQueue, DrainTakesEverythingInOrder) {
     EXPECT_FALSE(q.take_or_wait(w).has_value());
     // drained entries no longer count against the capacity
     for (uint64_t id = 1; id <= 4; id++) EXPECT_EQ(q.post(Recv(id)), 0);
+}
+
+// holds_recv (read without the lock) follows every post, take, refused post and drain.
+TEST(SoftRecvQueue, HoldsRecvFollowsPostsTakesAndDrains) {
+    RecvQueue q(2);
+    auto w = std::make_shared<CountingWaiter>();
+    EXPECT_FALSE(q.holds_recv());
+    ASSERT_EQ(q.post(Recv(1)), 0);
+    EXPECT_TRUE(q.holds_recv());
+    ASSERT_EQ(q.post(Recv(2)), 0);
+    EXPECT_EQ(q.post(Recv(3)), RPMA_E_PROVIDER);
+    ASSERT_TRUE(q.take_or_wait(w).has_value());
+    EXPECT_TRUE(q.holds_recv());  // one is left
+    ASSERT_TRUE(q.take_or_wait(w).has_value());
+    EXPECT_FALSE(q.holds_recv());
+    EXPECT_FALSE(q.take_or_wait(w).has_value());
+    EXPECT_FALSE(q.holds_recv());
+    ASSERT_EQ(q.post(Recv(4)), 0);
+    EXPECT_TRUE(q.holds_recv());
+    EXPECT_EQ(q.drain().size(), 1u);
+    EXPECT_FALSE(q.holds_recv());
 }
 
 TEST(SoftRecvQueue, ProviderRecvWrKeepsItsFields) {

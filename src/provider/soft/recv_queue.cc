@@ -15,6 +15,7 @@ int RecvQueue::post(prov::RecvWr r) {
             return RPMA_E_PROVIDER;
         }
         q_.push_back(std::move(r));
+        held_.store(q_.size(), std::memory_order_relaxed);
         wake.swap(waiters_);
     }
     for (auto &w : wake)
@@ -30,6 +31,7 @@ std::optional<prov::RecvWr> RecvQueue::take_or_wait(std::weak_ptr<RecvWaiter> w)
     }
     prov::RecvWr r = std::move(q_.front());
     q_.pop_front();
+    held_.store(q_.size(), std::memory_order_relaxed);
     return r;
 }
 
@@ -37,6 +39,7 @@ std::deque<prov::RecvWr> RecvQueue::drain() {
     std::lock_guard lk(mu_);
     std::deque<prov::RecvWr> out;
     out.swap(q_);
+    held_.store(0, std::memory_order_relaxed);
     return out;
 }
 
