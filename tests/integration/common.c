@@ -322,6 +322,13 @@ void it_cq_expect_empty(struct rpma_cq *cq) {
                 ret == 0 ? (unsigned long long)wc.wr_id : 0ULL, ret == 0 ? (int)wc.opcode : -1);
 }
 
+void it_cq_take_events(struct rpma_cq *cq) {
+    int ret;
+    while ((ret = rpma_cq_wait(cq)) == 0)
+        ;
+    CHECK_ERR(ret, RPMA_E_NO_COMPLETION);
+}
+
 const char *it_wc_status_str(enum ibv_wc_status status) {
     switch (status) {
         case IBV_WC_SUCCESS:

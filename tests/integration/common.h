@@ -158,6 +158,8 @@ void it_cq_expect_set(struct rpma_cq *cq, int n, const enum ibv_wc_opcode *opcod
                       const uintptr_t *ctxs, struct ibv_wc *out);
 /* the CQ must hold no completion right now */
 void it_cq_expect_empty(struct rpma_cq *cq);
+/* takes every pending completion event of a CQ whose fd is non-blocking; each take re-arms it */
+void it_cq_take_events(struct rpma_cq *cq);
 
 /* a name for a completion status (no libibverbs needed) */
 const char *it_wc_status_str(enum ibv_wc_status status);

@@ -61,14 +61,6 @@ static void check_drained(int ret) {
     CHECK_ERR(ret, RPMA_E_NO_EVENT);
 }
 
-/* consumes all pending completion events of a non-blocking CQ */
-static void ack_cq_events(struct rpma_cq *cq) {
-    int ret;
-    while ((ret = rpma_cq_wait(cq)) == 0)
-        ;
-    CHECK_ERR(ret, RPMA_E_NO_COMPLETION);
-}
-
 struct side {
     struct rpma_peer *peer;
     struct rpma_conn *conn;
@@ -109,7 +101,7 @@ static void post_recv(struct side *s) {
 
 /* drains the CQ; on_recv gets each message in turn */
 static void drain(struct side *s, void (*on_recv)(struct side *)) {
-    ack_cq_events(s->cq);
+    it_cq_take_events(s->cq);
     struct ibv_wc wc;
     int got = 0, ret;
     while ((ret = rpma_cq_get_wc(s->cq, 1, &wc, &got)) == 0) {

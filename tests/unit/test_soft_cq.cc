@@ -231,17 +231,64 @@ TEST(SoftCqHook, EachEmptyGetWcRunsTheHookOnce) {
     EXPECT_EQ(ch.try_wait(), &cq);
     ASSERT_EQ(cq.get_wc(1, &wc, &got), 0);
     EXPECT_EQ(hook.calls.load(), 3);
-    // a completion the hook's pass produces is returned by the same call, without an event
-    cq.arm();
+}
+
+// A poll pass that pushes while the CQ is disarmed (its event taken, not re-armed) writes no
+// event, as verbs would not, and leaves the CQ disarmed; its completion is returned at once.
+TEST(SoftCqHook, APollPassThatPushesWhileDisarmedWritesNoEvent) {
+    ComplChannel ch;
+    Cq cq(&ch, false);
+    FakeHook hook;
+    cq.set_hook(&hook);
+    cq.push(Wc(1));
+    EXPECT_EQ(ch.try_wait(), &cq);  // taken without re-arming (ibv_get_cq_event alone)
+    ibv_wc wc;
+    int got = 0;
+    ASSERT_EQ(cq.get_wc(1, &wc, &got), 0);
     hook.pass = [](Cq &c) { c.push(Wc(2)); };
     ASSERT_EQ(cq.get_wc(1, &wc, &got), 0);
     EXPECT_EQ(wc.wr_id, 2u);
-    EXPECT_EQ(hook.calls.load(), 4);
+    EXPECT_EQ(hook.calls.load(), 1);
     EXPECT_FALSE(Readable(ch));
-    // and the CQ stays armed as it was
     hook.pass = nullptr;
-    cq.push(Wc(3));
+    cq.push(Wc(3));  // still disarmed
+    EXPECT_FALSE(Readable(ch));
+    cq.arm();
+    cq.push(Wc(4));
     EXPECT_EQ(ch.try_wait(), &cq);
+}
+
+// A poll pass that pushes while the CQ is armed ends with the one event verbs would have
+// written for its first completion, and the CQ disarmed, even though the caller took one of
+// the two: a thread asleep on the channel's fd is woken for the one left in the ring.
+TEST(SoftCqHook, APollPassThatPushesWhileArmedWritesOneEventAndDisarms) {
+    ComplChannel ch;
+    Cq cq(&ch, false);  // armed at creation
+    FakeHook hook;
+    hook.pass = [](Cq &c) {
+        c.push(Wc(1));
+        c.push(Wc(2));
+    };
+    cq.set_hook(&hook);
+    ibv_wc wc;
+    int got = 0;
+    ASSERT_EQ(cq.get_wc(1, &wc, &got), 0);
+    EXPECT_EQ(wc.wr_id, 1u);
+    EXPECT_EQ(hook.calls.load(), 1);
+    ASSERT_TRUE(Readable(ch));
+    EXPECT_EQ(ch.try_wait(), &cq);
+    EXPECT_EQ(ch.try_wait(), nullptr);  // one event for both pushes
+    hook.pass = nullptr;
+    cq.push(Wc(3));  // disarmed by that event: none more
+    EXPECT_FALSE(Readable(ch));
+    ASSERT_EQ(cq.get_wc(1, &wc, &got), 0);
+    EXPECT_EQ(wc.wr_id, 2u);
+    // re-armed as rpma_cq_wait does: a pass that pushes nothing writes nothing
+    cq.arm();
+    ASSERT_EQ(cq.get_wc(1, &wc, &got), 0);
+    EXPECT_EQ(wc.wr_id, 3u);
+    EXPECT_EQ(cq.get_wc(1, &wc, &got), RPMA_E_NO_COMPLETION);
+    EXPECT_FALSE(Readable(ch));
 }
 
 // An event that fired before the wait ends it at once, without a pass; a shared or

@@ -3,25 +3,40 @@
 #include <librpma.h>
 
 #include <algorithm>
+#include <cstdint>
 
 namespace rpma {
 
 void Cq::push(const ibv_wc &wc) {
+    bool fire;
     {
         std::lock_guard lk(mu_);
         ring_.push_back(wc);
+        fire = armed_.exchange(false);
+        if (!fire) silent_++;
     }
-    if (armed_.exchange(false)) channel_->notify(this);
+    if (fire) channel_->notify(this);
 }
 
 int Cq::get_wc(int num_entries, ibv_wc *wc, int *got) {
-    if (empty())
-        if (ProgressHook *h = hook()) h->progress(*this, false, -1);
-    std::lock_guard lk(mu_);
-    if (ring_.empty()) return RPMA_E_NO_COMPLETION;
+    std::unique_lock lk(mu_);
+    bool fire = false;
+    if (ProgressHook *h = ring_.empty() ? hook() : nullptr) {
+        uint64_t silent = silent_;
+        lk.unlock();
+        h->progress(*this, false, -1);
+        lk.lock();
+        // The pass kept the CQ disarmed while it pushed, then put back what it found. Armed
+        // again, with pushes since that wrote no event: the event verbs would have written for
+        // the first of them, so a thread asleep on the channel's fd wakes; the CQ is disarmed.
+        fire = silent_ != silent && armed_.exchange(false);
+    }
     int n = std::min<int>(num_entries, static_cast<int>(ring_.size()));
     std::copy_n(ring_.begin(), n, wc);
     ring_.erase(ring_.begin(), ring_.begin() + n);
+    lk.unlock();
+    if (fire) channel_->notify(this);
+    if (n == 0) return RPMA_E_NO_COMPLETION;
     if (got) *got = n;
     return 0;
 }

@@ -1,13 +1,18 @@
 // A completion queue: a ring of ibv_wc filled by the transport, and a channel that gets one event
-// per arming. Armed at creation; rpma_cq_wait re-arms after consuming an event, as verbs do.
+// per arming: armed at creation, the first completion added while armed writes one event and
+// disarms it; rpma_cq_wait re-arms after consuming an event, as verbs do (ibv_req_notify_cq).
 // The CQ is passive: an empty get_wc and a wait call one progress hook (as libfabric's tcp CQ
 // read drives progress()), which runs its producer on the calling thread, saving the hop
-// through the engine thread.
+// through the engine thread. The hook keeps the CQ disarmed while it pushes; a get_wc whose
+// pass pushed while the CQ was armed writes that one event itself, so a thread asleep on the
+// channel's fd wakes whichever thread pushed; a wait's own pass writes none (the waiter would
+// consume it).
 #pragma once
 
 #include <infiniband/verbs.h>
 
 #include <atomic>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 
@@ -24,8 +29,10 @@ class ProgressHook {
     virtual ~ProgressHook() = default;
     // Processes the input that is ready now. With wait, first sleeps until the channel fd or the
     // hook's own input is ready; the hook arms cq just before it sleeps and disarms it once
-    // awake, so only other threads' pushes write the channel. A hook disarms cq only where no
-    // other thread can be asleep on it (a sleeper holds what the hook needs to run).
+    // awake, so only other threads' pushes write the channel. Without wait, it disarms cq
+    // while it pushes and arms it again if it was armed (Cq::get_wc then writes the event).
+    // A hook disarms cq only where no other thread can be asleep in the hook (a sleeper holds
+    // what the hook needs to run).
     virtual void progress(Cq &cq, bool wait, int channel_fd) = 0;
 };
 
@@ -57,6 +64,7 @@ class Cq final : public prov::CompletionQueue {
     std::atomic<bool> armed_{true};
     std::mutex mu_;
     std::deque<ibv_wc> ring_;
+    uint64_t silent_ = 0;  // pushes that found the CQ disarmed, so wrote no event
 };
 
 }  // namespace rpma
