@@ -118,7 +118,9 @@ bool it_poll_fd(int fd, int timeout_ms) {
     }
 }
 
-/* connections whose CLOSED came first (it_expect_accepted), until it_next_event returns it */
+/* connections whose CLOSED came first (it_expect_accepted), until it_next_event returns it or
+ * the connection is deleted (__wrap_rpma_conn_delete): keyed by address, an entry must not
+ * outlive its connection, or a later connection allocated there would inherit its CLOSED */
 #define IT_EARLY_CLOSED_MAX 64
 static pthread_mutex_t early_closed_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct rpma_conn *early_closed[IT_EARLY_CLOSED_MAX];
@@ -135,6 +137,15 @@ static bool early_closed_swap(struct rpma_conn *from, struct rpma_conn *to) {
     }
     pthread_mutex_unlock(&early_closed_mu);
     return found;
+}
+
+/* Every program that links this file is linked with -Wl,--wrap=rpma_conn_delete
+ * (CMakeLists.txt), so each deletion, by a helper or by the test itself, drops the entry first. */
+int __real_rpma_conn_delete(struct rpma_conn **conn_ptr);
+int __wrap_rpma_conn_delete(struct rpma_conn **conn_ptr);
+int __wrap_rpma_conn_delete(struct rpma_conn **conn_ptr) {
+    if (conn_ptr && *conn_ptr) early_closed_swap(*conn_ptr, NULL);
+    return __real_rpma_conn_delete(conn_ptr);
 }
 
 enum rpma_conn_event it_next_event(struct rpma_conn *conn) {

@@ -116,7 +116,9 @@ void it_expect_event(struct rpma_conn *conn, enum rpma_conn_event expected);
  * instead, when the client disconnected at once: the kernel's CM may handle the client's
  * disconnect request before its ready-to-use message (their work items run on any CPU), and
  * rdma_cm then reports DISCONNECTED alone (the reference does the same). That CLOSED is kept:
- * the next it_next_event of the connection returns it. */
+ * the next it_next_event of the connection returns it, and deleting the connection drops it
+ * (rpma_conn_delete is wrapped in every program that links common.c), so it never reaches a
+ * later connection that happens to get the same address. */
 void it_expect_accepted(struct rpma_conn *conn);
 
 /* next incoming connection request within IT_WAIT_MS */
