@@ -90,6 +90,16 @@ struct QpTestAccess {
         std::lock_guard rl(qp.req().rx_mu);
         qp.read_stream(qp.req());
     }
+    // What a thread polling the CQ does with the answers (progress): owns the completer if it
+    // is idle, reads, and lets it go.
+    static void poll_answers(QueuePair &qp) {
+        if (!qp.completer_task_.try_own()) return;
+        read_answers(qp);
+        qp.run_completer(ByteStream::Reader::kPoller);
+    }
+    // The engine's EPOLLIN on the answer stream.
+    static void answers_event(QueuePair &qp) { qp.read_stream_if_free(qp.req()); }
+    static Task::State completer(QueuePair &qp) { return qp.completer_task_.state(); }
     // EPOLLOUT on the request stream, as the engine handles it.
     static bool requests_writable(QueuePair &qp) { return qp.on_writable(qp.req(), true); }
     static Task::State requester(QueuePair &qp) { return qp.requester_task_.state(); }
@@ -420,6 +430,28 @@ TEST_F(RcEngineTest, SendWaitsForAReceiveThenDelivers) {
     EXPECT_EQ(wc.opcode, IBV_WC_SEND);
 }
 
+// A stalled responder reads nothing more (its request waits staged), and with an edge-triggered
+// registration no event comes again for what arrived meanwhile: the resume's pass reads it.
+TEST_F(RcEngineTest, AResumeReadsWhatCameDuringTheStall) {
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kSend, 11, 0, 8, 0)), 0);
+    QpTestAccess::serve(*server_.qp);
+    ASSERT_TRUE(QpTestAccess::stalled(*server_.qp));  // RNR
+    std::memset(client_.mem.data() + 64, 'd', 16);
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kWrite, 12, 64, 16, 1024)), 0);
+    QpTestAccess::serve(*server_.qp);  // an event during the stall reads nothing
+    EXPECT_EQ(server_.mem[1024], 0);
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 4096, 64)), 0);
+    QpTestAccess::resume(*server_.qp);
+    engine_.run_sync([] {});  // and the engine's own resume (recv_posted) is over
+    EXPECT_FALSE(QpTestAccess::stalled(*server_.qp));
+    EXPECT_EQ(std::count(server_.mem.begin() + 1024, server_.mem.begin() + 1040, 'd'), 16);
+    ibv_wc wc;
+    int got = 0;
+    ASSERT_EQ(server_.cq->get_wc(1, &wc, &got), 0);
+    EXPECT_EQ(wc.wr_id, 21u);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
 TEST_F(RcEngineTest, SendWithImmediateCarriesIt) {
     ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 64)), 0);
     auto w = wr(prov::WrOp::kSendImm, 11, 0, 8, 0);
@@ -690,26 +722,38 @@ TEST_F(RcEngineWriteErrorTest, AWriteErrorAPostFindsEndsTheConnection) {
 }
 
 // A stream whose next write, once armed, stops until the test releases it: a handshake, no
-// sleep, puts the test inside the responder between two of its steps.
-class GatedWrites final : public ForwardingStream {
+// sleep, puts the test inside the responder between two of its steps. Its next read, once
+// read_armed, stops the same way and then finds nothing (EAGAIN): a read that looked just before
+// the input came.
+class GatedStream final : public ForwardingStream {
   public:
     using ForwardingStream::ForwardingStream;
     ssize_t writev(const iovec *iov, int n) override {
-        if (armed.exchange(false)) {
-            entered.set_value();
-            release.get_future().wait();
-        }
+        stop_if(armed);
         return ForwardingStream::writev(iov, n);
     }
-    std::atomic<bool> armed{false};
+    ssize_t readv(const iovec *iov, int n) override {
+        if (!stop_if(read_armed)) return ForwardingStream::readv(iov, n);
+        errno = EAGAIN;
+        return -1;
+    }
+    std::atomic<bool> armed{false}, read_armed{false};
     std::promise<void> entered, release;
+
+  private:
+    bool stop_if(std::atomic<bool> &gate) {
+        if (!gate.exchange(false)) return false;
+        entered.set_value();
+        release.get_future().wait();
+        return true;
+    }
 };
 
 class RcEngineGatedAnswerTest : public RcEngineTest {
   protected:
     void SetUp() override {
         RcEngineTest::SetUp();
-        io_ = std::make_unique<GatedWrites>(streams_[2].get());  // the server's answers
+        io_ = std::make_unique<GatedStream>(streams_[2].get());  // the server's answers
         QpTestAccess::establish(*server_.qp, false, io_.get(), streams_[3].get());
     }
     prov::SendWr server_write(uint64_t id) {
@@ -723,7 +767,7 @@ class RcEngineGatedAnswerTest : public RcEngineTest {
         w.rkey = client_.region->rkey();
         return w;
     }
-    std::unique_ptr<GatedWrites> io_;  // outlives TearDown's close
+    std::unique_ptr<GatedStream> io_;  // outlives TearDown's close
 };
 
 // A failed receive puts the queue pair in the error state, and a request posted from then on
@@ -763,7 +807,7 @@ class RcEngineGatedRequestTest : public RcEngineTest {
   protected:
     void SetUp() override {
         RcEngineTest::SetUp();
-        io_ = std::make_unique<GatedWrites>(streams_[0].get());  // the client's requests
+        io_ = std::make_unique<GatedStream>(streams_[0].get());  // the client's requests
         QpTestAccess::establish(*client_.qp, true, io_.get(), streams_[1].get());
     }
     void TearDown() override {
@@ -778,14 +822,14 @@ class RcEngineGatedRequestTest : public RcEngineTest {
     // Opens the gate once; declared after the futures that wait on it, so a failed assertion
     // opens it before their destructors wait.
     struct Gate {
-        GatedWrites *io;
+        GatedStream *io;
         bool opened = false;
         void open() {
             if (!std::exchange(opened, true)) io->release.set_value();
         }
         ~Gate() { open(); }
     };
-    std::unique_ptr<GatedWrites> io_;  // outlives TearDown's close
+    std::unique_ptr<GatedStream> io_;  // outlives TearDown's close
 };
 
 // A post while another thread's post is inside its send: both frames leave with no answer read
@@ -845,6 +889,30 @@ TEST_F(RcEngineGatedRequestTest, TheAnswerReaderArmsARunningRequesterInsteadOfWa
     EXPECT_EQ(QpTestAccess::requester(*client_.qp), Task::State::kIdle);
     ASSERT_TRUE(next_wc(client_, &wc));
     EXPECT_EQ(wc.wr_id, 2u);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
+// The answer stream is registered edge-triggered: the engine's event while a poller owns the
+// completer only arms it, and the poller reads again before it lets the task go, so an answer
+// that came just after its read looked is not left with no edge to announce it.
+TEST_F(RcEngineGatedRequestTest, AnEventWhileAPollerReadsIsReadBeforeItLetsGo) {
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kWrite, 1, 0, 16, 0)), 0);
+    io_->read_armed = true;
+    std::future<void> polled;
+    Gate gate{io_.get()};
+    polled = std::async(std::launch::async, [&] { QpTestAccess::poll_answers(*client_.qp); });
+    ASSERT_EQ(io_->entered.get_future().wait_for(std::chrono::seconds(20)),
+              std::future_status::ready);
+    QpTestAccess::serve(*server_.qp);  // the ACK comes after the poller's read looked
+    QpTestAccess::answers_event(*client_.qp);
+    EXPECT_EQ(QpTestAccess::completer(*client_.qp), Task::State::kArmed);
+    gate.open();
+    polled.get();
+    EXPECT_EQ(QpTestAccess::completer(*client_.qp), Task::State::kIdle);
+    ibv_wc wc;
+    int got = 0;
+    ASSERT_EQ(client_.cq->get_wc(1, &wc, &got), 0);  // with no other event or read
+    EXPECT_EQ(wc.wr_id, 1u);
     EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
 }
 

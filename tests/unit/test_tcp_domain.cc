@@ -509,7 +509,7 @@ class TcpWaiterServesTest : public TcpDomainTest, public ::testing::WithParamInt
         TcpDomainTest::TearDown();
     }
 
-    // Sockets are lent only on tcp: a loopback connection would move onto shm.
+    // Sockets only (a doorbell is another path): a loopback connection would move onto shm.
     struct OnTcp : ProviderEnv {
         OnTcp() : ProviderEnv("tcp") {}
     };
@@ -573,9 +573,9 @@ TEST_P(TcpWaiterServesTest, EngineServesOnceTheWaiterLeaves) {
     EXPECT_TRUE(Readable(s_.ch->fd(), 5000)) << "the engine did not take the stream back";
 }
 
-// A waiter keeps its socket lent between waits, so the engine neither wakes for the answers
-// nor pays two epoll_ctl per wait; once nobody waits any more the engine takes it back, and an
-// answer that follows reaches the completion channel without another wait.
+// Answers read by a waiter leave the socket drained (the registration is edge-triggered, and
+// the waiter reads until the socket blocks): once nobody waits any more, the next answer's edge
+// reaches the engine, and the completion channel, without another wait.
 TEST_P(TcpWaiterServesTest, AnswersReachTheChannelAfterTheLastWait) {
     OnTcp on_tcp;
     ASSERT_NO_FATAL_FAILURE(Connect(GetParam() ? "25724" : "25725"));
@@ -598,13 +598,13 @@ TEST_P(TcpWaiterServesTest, AnswersReachTheChannelAfterTheLastWait) {
     EXPECT_EQ(wc.wr_id, 4u);
 }
 
-// A thread asleep in a wait keeps its socket lent without costing the engine a wake-up per
-// check: the engine checks again only once that thread has come out of the wait.
+// A thread asleep in a wait costs the engine no wake-up: no timer looks at the stream (the
+// lend check of before f4 woke it every millisecond until the waiter came out).
 TEST_P(TcpWaiterServesTest, AnIdleWaiterLetsTheEngineSleep) {
     if (!GetParam()) GTEST_SKIP() << "a polling thread is never asleep in a wait";
     OnTcp on_tcp;
     ASSERT_NO_FATAL_FAILURE(Connect("25726"));
-    for (uint64_t id = 1; id <= 2; ++id) {  // the socket is lent to this side's waiter
+    for (uint64_t id = 1; id <= 2; ++id) {  // requests served by this side's waiter
         ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, id, true}), 0);
         ASSERT_EQ(c_.qp->post_send(Send(id)), 0);
         ASSERT_EQ(Next(s_).wr_id, id);
@@ -618,9 +618,9 @@ TEST_P(TcpWaiterServesTest, AnIdleWaiterLetsTheEngineSleep) {
     ASSERT_EQ(c_.qp->post_send(Send(3)), 0);
     EXPECT_EQ(got.get().wr_id, 3u);
     ASSERT_GE(before, 0);
-    // checking every kLendCheck (1 ms) would be about 300
+    // a check every millisecond would be about 300
     EXPECT_LT(woke, 30) << "the engine woke " << woke << " times in 300 ms of one idle wait";
-    // and once the waiter has gone, the engine takes the socket back: the channel fires
+    // and once the waiter has gone, the engine serves the socket: the channel fires
     ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, 4, true}), 0);
     s_.cq->arm();
     ASSERT_EQ(c_.qp->post_send(Send(4)), 0);

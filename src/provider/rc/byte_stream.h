@@ -19,14 +19,13 @@ class ByteStream : public Stream {
   public:
     // Readiness, for a stream whose fd is not a socket. A socket reports input, space and the
     // peer's end itself; a stream whose fd is only a doorbell (shm) maps what the engine wants
-    // onto that (watch; elsewhere: another thread reads the stream meanwhile), says what a
-    // wake-up means once the fd was found readable (woken), and asks for a wake-up before a
-    // thread sleeps on the fd (arm: true if input is there already).
-    virtual uint32_t watch(uint32_t events, bool /*elsewhere*/) const noexcept { return events; }
+    // onto that (watch), says what a wake-up means once the fd was found readable (woken), and
+    // asks for a wake-up before a thread sleeps on the fd (arm: true if input is there already).
+    virtual uint32_t watch(uint32_t events) const noexcept { return events; }
     virtual uint32_t woken(uint32_t events) noexcept { return events; }
     virtual bool arm() noexcept { return false; }
-    // A reader stopped with the stream still readable, or at EAGAIN: a socket's level-triggered
-    // readiness brings it back for the rest; a doorbell stream rings itself if input is left.
+    // A reader stopped with the stream still readable, or at EAGAIN: a doorbell stream rings
+    // itself if input is left (a socket's reader asks the engine: QueuePair::come_back).
     virtual void yielded() noexcept {}
     // Who reads from now on (under the rx lock), for a doorbell stream: what a read that
     // finds no input asks the peer for. kWaiter sleeps next: a doorbell. kPoller (a thread
@@ -46,8 +45,8 @@ class ByteStream : public Stream {
     // Bytes read and written so far, where that costs no system call (else 0): tells a turn
     // that moved something from one that did not.
     virtual uint64_t progress() const noexcept { return 0; }
-    // A wake-up (woken) was taken by a thread that could not read: another holds the stream.
-    // A doorbell stream rings again for that one; a socket stays readable by itself.
+    // A doorbell stream rings itself: the engine gets another event for it (a reader left
+    // input, or a spinning engine stopped with input there). Nothing for a socket.
     virtual void pass_wake() noexcept {}
     // The error that ended the stream (a socket's SO_ERROR, taken), 0 if none or unknown.
     virtual int take_error() noexcept { return 0; }

@@ -51,6 +51,7 @@ class Completer {
     // why), or until the peer's Disconnect (sets disc; kStop).
     Step read(ByteStream &io, std::atomic<bool> &disc);
     const ReadEnd &end() const noexcept { return reader_.end(); }
+    bool drained() const noexcept { return reader_.drained(); }  // FrameReader::drained
 
     // The peer's acknowledgement piggybacked on its request, applied before that request runs
     // (the responder's kApplyAck): kStall while a read it covers still waits for its data (then

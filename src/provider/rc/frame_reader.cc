@@ -62,12 +62,14 @@ Step FrameReader::payload(ByteStream &io, int &budget, bool &done) {
     }
     // the rest: the peer publishes a large write every 64 KiB, microseconds apart
     if (n < 0 && errno == EAGAIN && io.await_input(kRestOfMessageWait)) return Step::kContinue;
+    drained_ = n < 0 && errno == EAGAIN;
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Step::kBlock;
     if (n <= 0) {
         io_end(n, errno, "the peer closed the connection mid-message");
         return Step::kFatal;
     }
     size_t got = static_cast<size_t>(n);
+    drained_ = got < iov[0].iov_len + iov[1].iov_len;
     size_t into_dst = std::min(got, iov[0].iov_len);
     if (dst_) dst_ += into_dst;
     remaining_ -= into_dst;
@@ -88,11 +90,13 @@ Step FrameReader::fill(ByteStream &io, int &budget) {
     if (payload_len_ >= kDirectThreshold && tail_ < kHeaderSize) room = kHeaderSize - tail_;
     iovec into{buf_.get() + tail_, room};
     ssize_t n = io.readv(&into, 1);
+    drained_ = n < 0 && errno == EAGAIN;
     if (n > 0) {
         tail_ += static_cast<size_t>(n);
         // A short read drained the stream: after these frames, stop rather than pay for an
-        // EAGAIN; the level-triggered poll says when more arrives.
-        if (static_cast<size_t>(n) < room) budget = 0;
+        // EAGAIN; what arrives after that read brings a new edge.
+        drained_ = static_cast<size_t>(n) < room;
+        if (drained_) budget = 0;
         return Step::kContinue;
     }
     if (n < 0 && errno == EINTR) return Step::kContinue;

@@ -48,6 +48,7 @@ class FrameReader {
     template <class H>
     Step read(ByteStream &io, const std::atomic<bool> &stop, H &h) {
         int budget = kRxBudget;
+        drained_ = false;
         Step st = Step::kContinue;
         while (st == Step::kContinue) {
             if (stop) return Step::kStop;
@@ -58,8 +59,8 @@ class FrameReader {
             } else if (tail_ - head_ >= kHeaderSize) {
                 st = take_header(h);
             } else if (budget-- <= 0) {
-                // Yield only with nothing complete staged: what is left is in the stream, so
-                // the level-triggered engine comes back for it.
+                // Yield only with nothing complete staged: what is left is in the stream
+                // (drained() says whether anything is).
                 st = Step::kBlock;
             } else if (!h.before_recv()) {
                 st = Step::kFatal;
@@ -84,6 +85,10 @@ class FrameReader {
     // From a handler: the frame breaks the protocol; the read ends with kFatal.
     void protocol_error(const char *why) noexcept { end_ = {why, false, true}; }
     const ReadEnd &end() const noexcept { return end_; }
+    // After a read that ended in kBlock: its last look at the stream took all there was (it
+    // found EAGAIN, or got less than it asked for), so new input brings a new edge. False: it
+    // stopped on its budget and input may be left, which no edge announces again.
+    bool drained() const noexcept { return drained_; }
 
   private:
     template <class H>
@@ -127,6 +132,7 @@ class FrameReader {
     uint64_t payload_len_ = 0;
     std::shared_ptr<Region> dst_region_;
     bool failed_ = false;  // the target vanished: the rest is dropped and the operation fails
+    bool drained_ = false;
     ReadEnd end_;
 };
 

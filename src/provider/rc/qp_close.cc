@@ -39,7 +39,7 @@ void QueuePair::close_on_engine() {
             s->tx.push(TxItem{h, nullptr, 0, nullptr});
         }
         s->rx_on = s->key != 0;
-        s->stalled = s->backoff = s->lent = false;  // from now on the peer's input is only drained
+        s->stalled = false;  // from now on the peer's input is only drained
         if (flush_tx(*s) && s->tx.empty()) {
             s->io->shutdown(SHUT_WR);
             s->wr_shut = true;
@@ -193,7 +193,6 @@ void QueuePair::maybe_closed() {
 }
 
 void QueuePair::on_timer() {
-    check_lent();
     switch (conn_.due(Clock::now())) {
         case Connection::Due::kNothing:
             break;

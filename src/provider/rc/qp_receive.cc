@@ -120,6 +120,7 @@ void QueuePair::stream_events(Stream &s, uint32_t events, ByteStream::Reader who
                  err == 0 || ended_by_peer(-1, err));
             return;
         }
+        if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) s.end_seen.store(true);
         read_stream_if_free(s, who);
     }
 }
@@ -155,30 +156,14 @@ bool QueuePair::on_writable(Stream &s, bool engine) {
 
 void QueuePair::read_stream_if_free(Stream &s, ByteStream::Reader who) {
     // Each stream's reader is a task (the peer's requests: the responder; their answers: the
-    // completer): a running pass is armed (its runner passes again) instead of waited for.
-    bool requests = &s == &resp();
-    auto take = [&] { return requests ? responder_task_.schedule() : completer_task_.schedule(); };
-    if (!take()) {
-        // A waiting thread drives this stream (drive, serve_requests). Stop polling it here
-        // until that thread lets go, then check once more: either it sees backoff, or this
-        // take succeeds.
-        {
-            std::lock_guard lk(s.mu);
-            s.backoff = true;
-            update_mask(s);
-        }
-        if (!take()) {
-            s.io->pass_wake();  // the holder may sleep on the wake-up this thread took
-            return;
-        }
-        std::lock_guard lk(s.mu);
-        s.backoff = s.lent = false;
-        update_mask(s);
-    }
-    if (requests) {
-        run_responder(who, true);
+    // completer). The streams are registered edge-triggered, so an event during another
+    // thread's pass (a waiter's, a poller's) only arms the task, and that thread reads again
+    // before it lets go: the engine neither waits for it nor keeps waking for the stream.
+    if (&s == &resp()) {
+        run_responder(who);
         return;
     }
+    if (!completer_task_.schedule()) return;
     {
         std::lock_guard rl(s.rx_mu);  // contended only by the engine's try_lock, as below
         read_stream(s, who);
@@ -189,11 +174,13 @@ void QueuePair::read_stream_if_free(Stream &s, ByteStream::Reader who) {
 void QueuePair::run_completer(ByteStream::Reader who) {
     Stream &s = req();
     while (completer_task_.finish()) {
-        // scheduled during the pass (the engine's EPOLLIN): read again
+        // Scheduled during the pass (the engine's EPOLLIN): read again, as no new edge comes for
+        // what arrived since this pass's read looked. (A removed stream belongs to a connection
+        // that is no longer established.)
         bool go;
         {
             std::lock_guard lk(s.mu);
-            go = s.key && s.rx_on;
+            go = s.rx_on;
         }
         if (go && conn_.established()) {
             std::lock_guard rl(s.rx_mu);
@@ -218,7 +205,7 @@ void QueuePair::run_responder(ByteStream::Reader who, bool owned) {
             go = s.rx_on && !s.stalled && !conn_.closed();
         }
         if (go) {
-            // never contended but by the engine's try_lock (spin, rearm, check_lent)
+            // never contended but by the engine's try_lock (spin, rearm)
             std::lock_guard rl(s.rx_mu);
             read_stream(s, who);
         }
@@ -250,11 +237,6 @@ void QueuePair::progress(Cq &cq, bool wait, int channel_fd) {
     if (look) {
         std::lock_guard lk(s.mu);
         go = s.key && s.rx_on;
-        // Where requests come too (both sides spin: GPSPM), a poller keeps its socket lent as
-        // a waiter does, so the engine does not wake beside two spinners for every answer.
-        // Not otherwise: with the target's engine on the other core, lending cost write+flush
-        // 21 -> 25 us at p50 (interleaved runs; a doorbell stream needs none: kPoller).
-        if (go && !s.io->doorbell() && serves) step_aside(s);
     }
     if (go) {
         std::lock_guard rl(s.rx_mu);
@@ -269,15 +251,15 @@ void QueuePair::progress(Cq &cq, bool wait, int channel_fd) {
          (polls_.fetch_add(1, std::memory_order_relaxed) + 1) % kPollsPerRequestLook == 0))
         serve_requests(ByteStream::Reader::kPoller);
     run_completer(ByteStream::Reader::kPoller);
-    hand_back(s);  // on every path: the engine may have stepped aside while we held the lock
     if (armed) cq.arm();
 }
 
 void QueuePair::drive(Cq &cq, int channel_fd, bool serve) {
     Stream &s = req();
     Stream &r = resp();
-    // This thread runs the completer across its poll: the engine stays off the answer stream
-    // (one wake-up, not two). Another waiter's poll or a pass comes first: wait for its end.
+    // This thread runs the completer across its poll; the engine's events meanwhile only arm
+    // it (read_stream_if_free), and this thread reads again before it lets go. Another
+    // waiter's poll or a pass comes first: wait for its end.
     while (!completer_task_.try_own()) completer_task_.wait_idle();
     // Nobody else sleeps on cq now (a sleeper owns the completer): disarmed, the completions
     // this thread pushes write no channel event. Armed again only for the sleep below.
@@ -285,28 +267,19 @@ void QueuePair::drive(Cq &cq, int channel_fd, bool serve) {
     drained_by_wait_.store(false, std::memory_order_relaxed);
     std::unique_lock rl(s.rx_mu);
     bool ok = conn_.established();  // the handshake owns the streams until then
-    bool r_aside = false;
-    // Holding rx_mu across the poll keeps the engine off the answer stream: one wake-up, not
-    // two. The peer's requests are watched too where they can complete a receive on cq
-    // (serve, from progress); the engine serves them whenever no thread waits here. The streams'
-    // fds are read under their locks: during set-up the engine may swap them
+    // The peer's requests are watched too where they can complete a receive on cq (serve, from
+    // progress); the engine serves them whenever no thread waits here. The streams' fds are
+    // read under their locks: during set-up the engine may swap them
     // (tcp::QueuePair::move_to_upgrade).
     pollfd p[3] = {{channel_fd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0}};
     {
         std::lock_guard lk(s.mu);
         ok = ok && s.key != 0 && s.rx_on;
-        // Input wakes every thread that sleeps on it, and the engine could only step aside
-        // after waking: it steps aside now.
-        if (ok) step_aside(s);
         p[1].fd = s.fd.get();
     }
     if (ok) {
         std::lock_guard lk(r.mu);
         serve = serve && r.key != 0 && r.rx_on && !r.stalled;  // a stalled one waits for a post
-        // Where waiters serve the peer's requests, the engine steps off that stream as well,
-        // so a request wakes one thread, not two.
-        r_aside = serve && waiter_serves_.load(std::memory_order_relaxed);
-        if (r_aside) step_aside(r);
         p[2].fd = r.fd.get();
     }
     if (!ok) {
@@ -315,20 +288,19 @@ void QueuePair::drive(Cq &cq, int channel_fd, bool serve) {
         // no longer the owner: armed for good, this thread reads nothing more
         cq.arm();
         if (cq.empty()) ::poll(p, 1, -1);
-        hand_back(s);  // the engine may have stepped aside while we held the lock
         return;
     }
     // A doorbell stream (shm) first waits a moment, since a round trip with a spinning peer
-    // takes microseconds and a sleep costs more; then it asks to be woken, and skips the sleep
-    // if input came.
+    // takes microseconds and a sleep costs more; then it asks to be woken (wait: stale rings,
+    // which the edge-triggered engine leaves, are absorbed), and skips the sleep if input came.
     bool ready = s.io->await_input(kAnswerWait);
     int n = 0;
     if (!ready) {
         // Armed before the last look at the ring: a push from now on wakes the poll below.
         cq.arm();
         if (cq.empty()) {
-            bool s_in = s.io->arm();  // both streams ask, whatever the first one says
-            bool r_in = serve && r.io->arm();
+            bool s_in = s.io->wait(EPOLLIN).ready;  // both streams ask, whatever the first says
+            bool r_in = serve && r.io->wait(EPOLLIN).ready;
             ready = s_in || r_in;
             if (!ready) n = ::poll(p, serve ? 3 : 2, -1);
         }
@@ -340,64 +312,14 @@ void QueuePair::drive(Cq &cq, int channel_fd, bool serve) {
     if (ready || (n > 0 && p[1].revents)) read_stream(s);
     rl.unlock();
     run_completer(ByteStream::Reader::kWaiter);
-    hand_back(s);
     if (s_out) on_writable(s, false);  // (a failure was handled: the connection is lost)
     bool r_out = n > 0 && serve && p[2].revents && (r.io->woken(EPOLLIN) & EPOLLOUT);
     bool r_in = serve && (ready || (n > 0 && p[2].revents));
     if (r_in) serve_requests();
     if (r_out) on_writable(r, false);
-    if (r_aside) hand_back(r);  // the engine serves them again until the next wait (unless lent)
     // this pass read what woke it: see progress
     if (ready || (n > 0 && p[1].revents) || r_in)
         drained_by_wait_.store(true, std::memory_order_relaxed);
-}
-
-void QueuePair::step_aside(Stream &s) {
-    if (!s.io->doorbell() && !s.lent) {
-        // The next wait likely comes within microseconds: the socket stays lent meanwhile,
-        // and the engine's check takes it back once nobody waits on it. (Scheduling it under
-        // s.mu is safe: the engine never takes a stream's lock while it holds its own.)
-        s.lent = true;
-        s.check_paused = false;
-        if (s.lent_check == Clock::time_point{}) lend_check_due(s);
-    }
-    if (!s.backoff) {
-        s.backoff = true;
-        update_mask(s);
-    }
-}
-
-void QueuePair::lend_check_due(Stream &s) {
-    s.lent_check = Clock::now() + kLendCheck;
-    engine_->add_timer(s.lent_check, weak_from_this());
-}
-
-void QueuePair::check_lent() {
-    bool again = false;
-    for (Stream *s : {&main_, &join_}) {
-        std::unique_lock rl(s->rx_mu, std::try_to_lock);  // held: a thread waits on it now
-        std::lock_guard lk(s->mu);
-        if (s->lent_check == Clock::time_point{} || Clock::now() < s->lent_check)
-            continue;  // none, or another timer of ours fired first: the check's own comes
-        bool used = s->lent_used.exchange(false, std::memory_order_relaxed);
-        if (s->lent && s->key && used) {
-            s->lent_check = Clock::now() + kLendCheck;
-            again = true;
-            continue;
-        }
-        s->lent_check = {};
-        if (s->lent && s->key && !rl) {
-            // Unused since the last check and held: a thread is inside a wait. Its hand_back
-            // comes under mu after it lets go of rx_mu, so it sees this (or set used above).
-            s->check_paused = true;
-            continue;
-        }
-        if (s->lent) {
-            s->lent = s->backoff = false;  // level-triggered: input that came meanwhile wakes it
-            update_mask(*s);
-        }
-    }
-    if (again) engine_->add_timer(Clock::now() + kLendCheck, weak_from_this());  // one for both
 }
 
 void QueuePair::serve_requests(ByteStream::Reader who) {
@@ -407,39 +329,35 @@ void QueuePair::serve_requests(ByteStream::Reader who) {
     {
         std::lock_guard lk(r.mu);
         go = r.key && r.rx_on && !r.stalled;  // a stalled request waits for its resume
-        // where this thread serves them, requests do not wake the engine as well (as in drive)
-        if (go && waiter_serves_.load(std::memory_order_relaxed) && !r.io->doorbell())
-            step_aside(r);
     }
     uint64_t before = responder_.executed();
     if (go || responder_task_.finish())  // (not go, but scheduled meanwhile: pass for them)
         run_responder(who, true);
     if (responder_.executed() != before) waiter_serves_.store(true, std::memory_order_relaxed);
-    hand_back(r);  // on every path, as in progress
 }
 
-void QueuePair::hand_back(Stream &s) {
-    std::lock_guard lk(s.mu);
-    if (s.lent && s.rx_on && s.key) {
-        s.lent_used.store(true, std::memory_order_relaxed);  // kept: see step_aside
-        if (s.check_paused) {
-            s.check_paused = false;
-            lend_check_due(s);
-        }
+void QueuePair::come_back(Stream &s) {
+    if (s.io->doorbell()) {
+        s.io->pass_wake();
         return;
     }
-    s.lent = false;
-    if (s.backoff) {
-        s.backoff = false;  // the engine stepped aside for us: hand the stream back
-        update_mask(s);
-    }
+    std::lock_guard lk(s.mu);
+    update_mask(s);
 }
 
 void QueuePair::read_stream(Stream &s, ByteStream::Reader who) {
     s.io->reader(who);
     Step st = s.answers_in ? completer_.read(*s.io, s.disc_rx) : responder_.read(*s.io, s.disc_rx);
-    if (st == Step::kBlock) s.io->yielded();
+    bool left = false;
+    if (st == Step::kBlock) {
+        s.io->yielded();  // a doorbell stream rings itself for input left
+        // Registered edge-triggered: input left behind a spent budget, or the peer's end the
+        // engine saw behind a short read, brings no new edge, so this reader asks for one.
+        bool drained = s.answers_in ? completer_.drained() : responder_.drained();
+        left = s.end_seen.exchange(false) || (!drained && !s.io->doorbell());
+    }
     s.io->reader(ByteStream::Reader::kWaiter);
+    if (left) come_back(s);
     if (st == Step::kFatal) {
         // A protocol error names itself; the stream's end is the first cause (flush_tx may
         // have shut it down).

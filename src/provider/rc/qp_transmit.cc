@@ -70,9 +70,12 @@ int QueuePair::post_recv(prov::RecvWr r) {
 void QueuePair::update_mask(Stream &s) {
     if (!s.key) return;
     uint32_t m = 0;
-    if (s.rx_on) m |= s.stalled || s.backoff ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
+    if (s.rx_on) m |= s.stalled ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
     if (s.want_out) m |= EPOLLOUT;
-    engine_->modify(s.fd.get(), s.key, s.io->watch(m, s.backoff && !s.stalled));
+    // Edge-triggered (docs/rc-rebuild.md, f4): an event schedules the stream's task, whose
+    // runner reads until the stream blocks, wherever it runs. A change here makes epoll look at
+    // the stream again, so what is there already is reported once more.
+    engine_->modify(s.fd.get(), s.key, s.io->watch(m) | EPOLLET);
 }
 
 bool QueuePair::region_vanished(Stream &s, TxItem &it) {

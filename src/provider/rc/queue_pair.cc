@@ -75,7 +75,7 @@ bool QueuePair::establish_stream(Stream &s, uint32_t events) {
         std::lock_guard lk(s.mu);
         s.key = key;
         fd = s.fd.get();
-        watch = s.io->watch(events, false);
+        watch = s.io->watch(events) | EPOLLET;  // as update_mask
     }
     // No QP lock across add(): it waits for the engine thread, which may need one.
     bool added = engine_->add(fd, watch, shared_from_this(), key);

@@ -27,8 +27,10 @@
 //   Stream::rx_mu (0) -> sq_mu_ (1) -> the Connection's (2) -> Stream::mu (3)
 // The CQ's, the receive queue's and the engine's own mutexes are taken last and hold nothing.
 // Each rx_mu is taken only by its task's runner (for each read; drive across its poll) and by
-// the engine's try_lock (spin, rearm, check_lent): it is never waited for while another
-// thread reads. Waiting for the engine thread
+// the engine's try_lock (spin, rearm): it is never waited for while another thread reads.
+// The streams are registered edge-triggered: an event schedules the stream's reader task, and
+// a reader reads until the stream blocks or asks for another event (come_back), so the engine
+// never steps off a stream that another thread reads. Waiting for the engine thread
 // (run_sync, Engine::add/remove) counts as taking a lock ranked below all of these, which the
 // checker cannot see: a thread holding an rx_mu still never waits for it (remove_streams).
 #pragma once
@@ -146,16 +148,9 @@ class QueuePair : public prov::QueuePair,
         bool drain_wait = false;              // the responder waits for the answers to leave
         std::atomic<bool> nak_queued{false};  // a read answer became a NAK: responder in error
         RankedMutex rx_mu{kRxRank};  // whoever reads the stream holds it, a driving waiter too
-        bool backoff = false;        // under mu: the engine found rx_mu held and stopped polling
-        // Lent (a socket stream, under mu): a waiting thread set backoff and keeps it between its
-        // waits, so the engine neither wakes for its input nor pays two epoll_ctl per wait. The
-        // engine takes the stream back (check_lent) once a check finds no wait since the last.
-        bool lent = false;
-        Clock::time_point lent_check{};      // under mu: when that check is due; {}: none
-        std::atomic<bool> lent_used{false};  // waited or polled on since the last check
-        // under mu: a check found a thread inside a wait, which may last hours; the engine
-        // sleeps meanwhile, and that thread's hand_back schedules the next check
-        bool check_paused = false;
+        // The engine saw the peer's end (RDHUP, HUP, ERR), which an edge-triggered registration
+        // shows once: the next read that stops short of it comes back for it (read_stream).
+        std::atomic<bool> end_seen{false};
 
         bool readable() {  // a read could take input now (rx on, not stalled)
             std::lock_guard lk(mu);
@@ -209,12 +204,10 @@ class QueuePair : public prov::QueuePair,
     // EPOLLOUT: queued frames out, a request that waited for them resumed (on this thread if
     // engine, else on the engine's). false if the connection was lost.
     bool on_writable(Stream &s, bool engine);
-    void hand_back(Stream &s);  // after s.rx_mu: the engine polls s again
-    // s.mu held, by a thread about to wait on s: the engine steps aside (a socket stays lent
-    // after the wait, and the engine's check is scheduled when it starts).
-    void step_aside(Stream &s);
-    void lend_check_due(Stream &s);  // s.mu held: the engine checks s kLendCheck from now
-    void check_lent();  // engine thread: takes back a lent stream nobody waited on since
+    // s.mu not held: a read left input (or the peer's end) in s, which no new edge announces;
+    // the engine gets an event for s again (a doorbell rings itself, a socket's registration is
+    // modified, which makes epoll look at it again).
+    void come_back(Stream &s);
     void finish_read(Stream &s, Step st);  // s.rx_mu held: answers out, stall, end
     // Completer::Host: sq_mu_ held, a request's source was deregistered before it was sent
     bool source_faulted(uint64_t seq) override;

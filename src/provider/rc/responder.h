@@ -68,6 +68,7 @@ class Responder {
     // (end() says why), or until the peer's Disconnect (sets disc; kStop).
     Step read(ByteStream &io, std::atomic<bool> &disc);
     const ReadEnd &end() const noexcept { return reader_.end(); }
+    bool drained() const noexcept { return reader_.drained(); }  // FrameReader::drained
 
     // The last request executed, for the ACK our frames carry (any thread).
     uint64_t executed() const noexcept { return executed_.load(std::memory_order_acquire); }

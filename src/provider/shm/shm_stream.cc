@@ -196,17 +196,17 @@ void ShmStream::shutdown(int how) {
     }
 }
 
-uint32_t ShmStream::watch(uint32_t events, bool elsewhere) const noexcept {
+uint32_t ShmStream::watch(uint32_t events) const noexcept {
     // The doorbell is the only readiness there is: input, space and the peer's end (shutdown
-    // always rings) all come through it. While another thread reads the stream, that thread
-    // takes the doorbell; the end of the peer's process comes through the control socket
-    // (tcp::QueuePair::other_events).
-    if (elsewhere) return 0;
+    // always rings) all come through it; the end of the peer's process comes through the
+    // control socket (tcp::QueuePair::other_events).
     return events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP) ? uint32_t{EPOLLIN} : 0u;
 }
 
 uint32_t ShmStream::woken(uint32_t) noexcept {
-    drain(wake_fd_);  // level-triggered: drain it, or it spins
+    // Not drained: the engine's registration is edge-triggered (every ring is an edge), and a
+    // thread that sleeps on the fd absorbs the stale count first (wait), so a ring the engine
+    // sees still wakes a thread asleep on it.
     uint32_t ev = EPOLLIN;
     if (tx_blocked_.exchange(false, std::memory_order_relaxed)) ev |= EPOLLOUT;
     if (input_ended() || shut_rd_.load(std::memory_order_relaxed)) ev |= EPOLLRDHUP;
@@ -245,8 +245,7 @@ rc::Stream::Wait ShmStream::wait(uint32_t want) noexcept {
     if (want & (EPOLLIN | EPOLLRDHUP)) {
         // Rings from before this look are stale: what they announced is seen by arm()'s look,
         // so the fd polls ready only for what comes after it. Not while a write is stopped on a
-        // full ring: a ring may then mean room, which woken() reports as EPOLLOUT. (Today's
-        // engine never calls wait(); in the rebuilt one the waiter owns the doorbell.)
+        // full ring: a ring may then mean room, which woken() reports as EPOLLOUT.
         if (!tx_blocked_.load(std::memory_order_relaxed)) drain(wake_fd_);
         w.ready = arm();
     }

@@ -33,7 +33,7 @@ class ShmStream final : public rc::ByteStream {
     ssize_t writev(const iovec *iov, int n) override;  // under the stream's tx lock
     ssize_t readv(const iovec *iov, int n) override;   // under its rx lock
     void shutdown(int how) override;
-    uint32_t watch(uint32_t events, bool elsewhere) const noexcept override;
+    uint32_t watch(uint32_t events) const noexcept override;
     uint32_t woken(uint32_t events) noexcept override;
     bool arm() noexcept override;
     // Input: absorbs stale doorbell counts, then arm(). Room: sets `waiting`, looks again. The

@@ -98,9 +98,13 @@ void QueuePair::handshake_in() {
     }
     if (!conn_.take_reply()) return;
     conn_.post(RPMA_CONN_ESTABLISHED);
-    std::lock_guard lk(join_.mu);
-    join_.rx_on = true;
-    update_mask(join_);
+    // The registrations are edge-triggered: what came behind the Reply, on either stream, is
+    // reported again by the mask's change.
+    for (Stream *s : {&main_, &join_}) {
+        std::lock_guard lk(s->mu);
+        s->rx_on = true;
+        update_mask(*s);
+    }
 }
 
 int QueuePair::accept(std::unique_ptr<prov::IncomingRequest> req, const void *pdata,
