@@ -265,7 +265,6 @@ void QueuePair::drive(Cq &cq, int channel_fd, bool serve) {
     // this thread pushes write no channel event. Armed again only for the sleep below.
     cq.disarm();
     drained_by_wait_.store(false, std::memory_order_relaxed);
-    std::unique_lock rl(s.rx_mu);
     bool ok = conn_.established();  // the handshake owns the streams until then
     // The peer's requests are watched too where they can complete a receive on cq (serve, from
     // progress); the engine serves them whenever no thread waits here. The streams' fds are
@@ -277,11 +276,23 @@ void QueuePair::drive(Cq &cq, int channel_fd, bool serve) {
         ok = ok && s.key != 0 && s.rx_on;
         p[1].fd = s.fd.get();
     }
-    if (ok) {
-        std::lock_guard lk(r.mu);
-        serve = serve && r.key != 0 && r.rx_on && !r.stalled;  // a stalled one waits for a post
-        p[2].fd = r.fd.get();
+    // Where it watches the peer's requests, this thread owns their reader too (the responder)
+    // across its poll: the engine's events on that stream meanwhile only arm it, and this thread
+    // serves them as it wakes, so a request costs the engine no read. Only a pass stalls the
+    // responder; a stalled one waits for a post, so this thread lets it go at once (a resume
+    // that armed it meanwhile runs here), and one found running is left to its runner.
+    bool r_own = ok && serve && responder_task_.try_own();
+    serve = false;
+    if (r_own) {
+        {
+            std::lock_guard lk(r.mu);
+            serve = r.key != 0 && r.rx_on && !r.stalled;
+            p[2].fd = r.fd.get();
+        }
+        if (!serve) serve_requests(ByteStream::Reader::kWaiter, true, false);
+        r_own = serve;
     }
+    std::unique_lock rl(s.rx_mu);
     if (!ok) {
         rl.unlock();
         run_completer(ByteStream::Reader::kWaiter);
@@ -315,20 +326,20 @@ void QueuePair::drive(Cq &cq, int channel_fd, bool serve) {
     if (s_out) on_writable(s, false);  // (a failure was handled: the connection is lost)
     bool r_out = n > 0 && serve && p[2].revents && (r.io->woken(EPOLLIN) & EPOLLOUT);
     bool r_in = serve && (ready || (n > 0 && p[2].revents));
-    if (r_in) serve_requests();
+    if (r_own) serve_requests(ByteStream::Reader::kWaiter, true, r_in);  // then lets it go
     if (r_out) on_writable(r, false);
     // this pass read what woke it: see progress
     if (ready || (n > 0 && p[1].revents) || r_in)
         drained_by_wait_.store(true, std::memory_order_relaxed);
 }
 
-void QueuePair::serve_requests(ByteStream::Reader who) {
-    if (!responder_task_.schedule()) return;  // armed: its runner reads them
+void QueuePair::serve_requests(ByteStream::Reader who, bool owned, bool look) {
+    if (!owned && !responder_task_.schedule()) return;  // armed: its runner reads them
     Stream &r = resp();
     bool go;
     {
         std::lock_guard lk(r.mu);
-        go = r.key && r.rx_on && !r.stalled;  // a stalled request waits for its resume
+        go = look && r.key && r.rx_on && !r.stalled;  // a stalled request waits for its resume
     }
     uint64_t before = responder_.executed();
     if (go || responder_task_.finish())  // (not go, but scheduled meanwhile: pass for them)

@@ -117,8 +117,10 @@ class QueuePair : public prov::QueuePair,
     // RCQ.
     void set_cq_hook(ProgressHook *h) noexcept;
     // A waiting or polling thread serves the peer's requests too (the responder), so a target
-    // application that waits for a message handles it on its own thread.
-    void serve_requests(ByteStream::Reader who = ByteStream::Reader::kWaiter);
+    // application that waits for a message handles it on its own thread. owned: this thread
+    // owns the responder already (drive); look: read the stream (else only pass if armed).
+    void serve_requests(ByteStream::Reader who = ByteStream::Reader::kWaiter, bool owned = false,
+                        bool look = true);
 
   protected:
     using Cm = Connection::Cm;
