@@ -12,6 +12,7 @@
 #include <cstring>
 #include <deque>
 #include <future>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -100,6 +101,20 @@ struct QpTestAccess {
     // The engine's EPOLLIN on the answer stream.
     static void answers_event(QueuePair &qp) { qp.read_stream_if_free(qp.req()); }
     static Task::State completer(QueuePair &qp) { return qp.completer_task_.state(); }
+    // A waiter or poller takes the answer stream from the engine (Stream::take).
+    static bool take_answers(QueuePair &qp) { return qp.req().take(); }
+    static bool engine_watches_answers(QueuePair &qp) {
+        return qp.req().sleeper.load() == QueuePair::Stream::Sleeper::kEngine;
+    }
+    // The engine's check of taken streams, now, on its thread; the check it schedules is pushed
+    // out of reach, so that only these calls check.
+    static void check_taken(QueuePair &qp, Engine &engine) {
+        engine.run_sync([&] {
+            qp.check_at_.store(1);
+            qp.on_timer();
+            qp.check_at_.store(std::numeric_limits<Clock::rep>::max());
+        });
+    }
     // EPOLLOUT on the request stream, as the engine handles it.
     static bool requests_writable(QueuePair &qp) { return qp.on_writable(qp.req(), true); }
     static Task::State requester(QueuePair &qp) { return qp.requester_task_.state(); }
@@ -914,6 +929,22 @@ TEST_F(RcEngineGatedRequestTest, AnEventWhileAPollerReadsIsReadBeforeItLetsGo) {
     ASSERT_EQ(client_.cq->get_wc(1, &wc, &got), 0);  // with no other event or read
     EXPECT_EQ(wc.wr_id, 1u);
     EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
+// A stream a waiting or polling thread took stays off the engine's mask while threads read it,
+// and goes back to the engine once a check finds that none did since the last one (a thread
+// that stops waiting or polling says nothing).
+TEST_F(RcEngineTest, ATakenStreamGoesBackToTheEngineOnceNoThreadReadsIt) {
+    EXPECT_TRUE(QpTestAccess::take_answers(*client_.qp));   // the engine's until now
+    EXPECT_FALSE(QpTestAccess::take_answers(*client_.qp));  // taken: only marked as read
+    QpTestAccess::check_taken(*client_.qp, engine_);
+    EXPECT_FALSE(QpTestAccess::engine_watches_answers(*client_.qp));
+    EXPECT_FALSE(QpTestAccess::take_answers(*client_.qp));  // read again before the next check
+    QpTestAccess::check_taken(*client_.qp, engine_);
+    EXPECT_FALSE(QpTestAccess::engine_watches_answers(*client_.qp));
+    QpTestAccess::check_taken(*client_.qp, engine_);  // nobody read it since
+    EXPECT_TRUE(QpTestAccess::engine_watches_answers(*client_.qp));
+    EXPECT_TRUE(QpTestAccess::take_answers(*client_.qp));  // taken anew
 }
 
 // Counts the writes (system calls, on a socket) of the stream it wraps.

@@ -39,7 +39,8 @@ void QueuePair::close_on_engine() {
             s->tx.push(TxItem{h, nullptr, 0, nullptr});
         }
         s->rx_on = s->key != 0;
-        s->stalled = false;  // from now on the peer's input is only drained
+        s->stalled = false;  // from now on the peer's input is only drained, by the engine
+        s->sleeper = Stream::Sleeper::kEngine;
         if (flush_tx(*s) && s->tx.empty()) {
             s->io->shutdown(SHUT_WR);
             s->wr_shut = true;
@@ -193,6 +194,30 @@ void QueuePair::maybe_closed() {
 }
 
 void QueuePair::on_timer() {
+    // A stream a thread took goes back to the engine once a check finds that no thread read it
+    // since the last one (a thread that stops waiting or polling says nothing). Other timers of
+    // this queue pair fire here too: the check runs only when due.
+    Clock::rep due = check_at_.load();
+    if (due != 0 && Clock::now().time_since_epoch().count() >= due) {
+        check_at_.store(0);
+        bool again = false;
+        for (Stream *s : {&main_, &join_}) {
+            Stream::Sleeper st = s->sleeper.load();
+            if (st == Stream::Sleeper::kEngine) continue;
+            Stream::Sleeper next = st == Stream::Sleeper::kThread ? Stream::Sleeper::kThreadIdle
+                                                                  : Stream::Sleeper::kEngine;
+            if (!s->sleeper.compare_exchange_strong(st, next) || next != Stream::Sleeper::kEngine) {
+                again = true;  // (a failed exchange: a thread read it meanwhile)
+                continue;
+            }
+            std::lock_guard lk(s->mu);
+            update_mask(*s);  // the modification reports what came meanwhile
+        }
+        Clock::rep none = 0;
+        Clock::time_point at = Clock::now() + kParkCheck;
+        if (again && check_at_.compare_exchange_strong(none, at.time_since_epoch().count()))
+            engine_->add_timer(at, weak_from_this());  // (else a thread's take scheduled one)
+    }
     switch (conn_.due(Clock::now())) {
         case Connection::Due::kNothing:
             break;

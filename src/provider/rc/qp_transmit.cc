@@ -70,7 +70,8 @@ int QueuePair::post_recv(prov::RecvWr r) {
 void QueuePair::update_mask(Stream &s) {
     if (!s.key) return;
     uint32_t m = 0;
-    if (s.rx_on) m |= s.stalled ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
+    bool taken = s.sleeper.load() != Stream::Sleeper::kEngine;  // a thread reads it
+    if (s.rx_on) m |= s.stalled || taken ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
     if (s.want_out) m |= EPOLLOUT;
     // Edge-triggered (docs/rc-rebuild.md, f4): an event schedules the stream's task, whose
     // runner reads until the stream blocks, wherever it runs. A change here makes epoll look at

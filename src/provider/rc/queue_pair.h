@@ -29,8 +29,9 @@
 // Each rx_mu is taken only by its task's runner (for each read; drive across its poll) and by
 // the engine's try_lock (spin, rearm): it is never waited for while another thread reads.
 // The streams are registered edge-triggered: an event schedules the stream's reader task, and
-// a reader reads until the stream blocks or asks for another event (come_back), so the engine
-// never steps off a stream that another thread reads. Waiting for the engine thread
+// a reader reads until the stream blocks or asks for another event (rewatch). A waiting (or,
+// where requests come, polling) thread takes a socket stream off the engine's mask while it
+// reads it (Stream::sleeper), and the engine's check gives it back. Waiting for the engine thread
 // (run_sync, Engine::add/remove) counts as taking a lock ranked below all of these, which the
 // checker cannot see: a thread holding an rx_mu still never waits for it (remove_streams).
 #pragma once
@@ -153,6 +154,18 @@ class QueuePair : public prov::QueuePair,
         // The engine saw the peer's end (RDHUP, HUP, ERR), which an edge-triggered registration
         // shows once: the next read that stops short of it comes back for it (read_stream).
         std::atomic<bool> end_seen{false};
+        // Who watches a socket stream's input. kEngine: the engine (EPOLLIN in its mask). A
+        // waiting thread, or a polling one where requests come, takes it (take), so that the
+        // engine is not woken beside that thread for every message: kThread, a thread read it
+        // since the engine's last check; kThreadIdle, none did, and the next check gives it
+        // back (on_timer, every kParkCheck while taken).
+        enum class Sleeper : uint8_t { kEngine, kThread, kThreadIdle };
+        std::atomic<Sleeper> sleeper{Sleeper::kEngine};
+        // A thread about to read the stream takes it; true: it was the engine's, and the caller
+        // takes it off the engine's mask (rewatch). Doorbell streams stay the engine's.
+        bool take() noexcept {
+            return !io->doorbell() && sleeper.exchange(Sleeper::kThread) == Sleeper::kEngine;
+        }
 
         bool readable() {  // a read could take input now (rx on, not stalled)
             std::lock_guard lk(mu);
@@ -206,10 +219,12 @@ class QueuePair : public prov::QueuePair,
     // EPOLLOUT: queued frames out, a request that waited for them resumed (on this thread if
     // engine, else on the engine's). false if the connection was lost.
     bool on_writable(Stream &s, bool engine);
-    // s.mu not held: a read left input (or the peer's end) in s, which no new edge announces;
-    // the engine gets an event for s again (a doorbell rings itself, a socket's registration is
-    // modified, which makes epoll look at it again).
-    void come_back(Stream &s);
+    // s.mu not held: the engine's registration of s follows its state again, and the engine
+    // gets an event for what is there (a doorbell rings itself; a socket's registration is
+    // modified, which makes epoll look at it again): for input (or the peer's end) a read left,
+    // which no new edge announces. taken: a thread just took s (Stream::take), and the
+    // engine's check is scheduled.
+    void rewatch(Stream &s, bool taken = false);
     void finish_read(Stream &s, Step st);  // s.rx_mu held: answers out, stall, end
     // Completer::Host: sq_mu_ held, a request's source was deregistered before it was sent
     bool source_faulted(uint64_t seq) override;
@@ -297,6 +312,9 @@ class QueuePair : public prov::QueuePair,
     std::atomic<uint32_t> polls_{0};
     // The last waiting pass read what woke it: the next polling pass skips its reads (progress).
     std::atomic<bool> drained_by_wait_{false};
+    // When the engine's check of taken streams is due (Clock ticks; 0: none is scheduled): one
+    // timer at a time, whoever takes a stream or finds one still taken schedules it (on_timer).
+    std::atomic<Clock::rep> check_at_{0};
 
     Stream main_;
     Stream join_;
