@@ -280,7 +280,7 @@ void QueuePair::drive(Cq &cq, int channel_fd, bool serve) {
         p[1].fd = s.fd.get();
     }
     // Input wakes every thread that sleeps on it: this one takes the stream from the engine.
-    if (ok && s.take()) rewatch(s, true);
+    if (ok && s.take(true)) rewatch(s, true);
     // Where it watches the peer's requests, this thread owns their reader too (the responder)
     // across its poll: the engine's events on that stream meanwhile only arm it, and this thread
     // serves them as it wakes, so a request costs the engine no read. Only a pass stalls the
@@ -297,7 +297,7 @@ void QueuePair::drive(Cq &cq, int channel_fd, bool serve) {
         if (!serve) serve_requests(ByteStream::Reader::kWaiter, true, false);
         r_own = serve;
     }
-    if (serve && waiter_serves_.load(std::memory_order_relaxed) && r.take()) rewatch(r, true);
+    if (serve && waiter_serves_.load(std::memory_order_relaxed) && r.take(true)) rewatch(r, true);
     std::unique_lock rl(s.rx_mu);
     if (!ok) {
         rl.unlock();
@@ -356,7 +356,7 @@ void QueuePair::serve_requests(ByteStream::Reader who, bool owned, bool look) {
 }
 
 void QueuePair::rewatch(Stream &s, bool taken) {
-    if (s.io->doorbell()) {
+    if (!taken && s.io->doorbell()) {
         s.io->pass_wake();
         return;
     }

@@ -72,6 +72,10 @@ void QueuePair::update_mask(Stream &s) {
     uint32_t m = 0;
     bool taken = s.sleeper.load() != Stream::Sleeper::kEngine;  // a thread reads it
     if (s.rx_on) m |= s.stalled || taken ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
+    // A doorbell is all of a shm stream's readiness: while a thread has it, the engine leaves it
+    // to that thread, unless it waits for room itself (the end of the peer's process still
+    // comes through the control socket: tcp::QueuePair::other_events).
+    if (taken && s.io->doorbell()) m &= ~uint32_t{EPOLLRDHUP};
     if (s.want_out) m |= EPOLLOUT;
     // Edge-triggered (docs/rc-rebuild.md, f4): an event schedules the stream's task, whose
     // runner reads until the stream blocks, wherever it runs. A change here makes epoll look at

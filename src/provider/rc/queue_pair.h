@@ -162,9 +162,11 @@ class QueuePair : public prov::QueuePair,
         enum class Sleeper : uint8_t { kEngine, kThread, kThreadIdle };
         std::atomic<Sleeper> sleeper{Sleeper::kEngine};
         // A thread about to read the stream takes it; true: it was the engine's, and the caller
-        // takes it off the engine's mask (rewatch). Doorbell streams stay the engine's.
-        bool take() noexcept {
-            return !io->doorbell() && sleeper.exchange(Sleeper::kThread) == Sleeper::kEngine;
+        // takes it off the engine's mask (rewatch). A doorbell stream only by a waiter
+        // (doorbells): a poller's late doorbell (ShmStream) keeps the engine from waking.
+        bool take(bool doorbells = false) noexcept {
+            return (doorbells || !io->doorbell()) &&
+                   sleeper.exchange(Sleeper::kThread) == Sleeper::kEngine;
         }
 
         bool readable() {  // a read could take input now (rx on, not stalled)
