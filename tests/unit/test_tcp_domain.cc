@@ -509,7 +509,7 @@ class TcpWaiterServesTest : public TcpDomainTest, public ::testing::WithParamInt
         TcpDomainTest::TearDown();
     }
 
-    // Sockets only (a doorbell is another path): a loopback connection would move onto shm.
+    // On tcp: a loopback connection would move onto shm, whose doorbells the cases do not cover.
     struct OnTcp : ProviderEnv {
         OnTcp() : ProviderEnv("tcp") {}
     };
@@ -573,9 +573,10 @@ TEST_P(TcpWaiterServesTest, EngineServesOnceTheWaiterLeaves) {
     EXPECT_TRUE(Readable(s_.ch->fd(), 5000)) << "the engine did not take the stream back";
 }
 
-// Answers read by a waiter leave the socket drained (the registration is edge-triggered, and
-// the waiter reads until the socket blocks): once nobody waits any more, the next answer's edge
-// reaches the engine, and the completion channel, without another wait.
+// A waiter takes its socket from the engine and keeps it between waits (Stream::sleeper), so
+// the engine neither wakes for the answers nor pays an epoll_ctl per wait; once nobody waits
+// any more the engine's check gives it back, and an answer that follows reaches the completion
+// channel without another wait.
 TEST_P(TcpWaiterServesTest, AnswersReachTheChannelAfterTheLastWait) {
     OnTcp on_tcp;
     ASSERT_NO_FATAL_FAILURE(Connect(GetParam() ? "25724" : "25725"));
@@ -598,8 +599,8 @@ TEST_P(TcpWaiterServesTest, AnswersReachTheChannelAfterTheLastWait) {
     EXPECT_EQ(wc.wr_id, 4u);
 }
 
-// A thread asleep in a wait costs the engine no wake-up: no timer looks at the stream (the
-// lend check of before f4 woke it every millisecond until the waiter came out).
+// A thread asleep in a wait costs the engine no wake-up per millisecond: two checks find the
+// socket unread and give it back, and then nothing is checked until a thread takes it again.
 TEST_P(TcpWaiterServesTest, AnIdleWaiterLetsTheEngineSleep) {
     if (!GetParam()) GTEST_SKIP() << "a polling thread is never asleep in a wait";
     OnTcp on_tcp;
@@ -620,7 +621,7 @@ TEST_P(TcpWaiterServesTest, AnIdleWaiterLetsTheEngineSleep) {
     ASSERT_GE(before, 0);
     // a check every millisecond would be about 300
     EXPECT_LT(woke, 30) << "the engine woke " << woke << " times in 300 ms of one idle wait";
-    // and once the waiter has gone, the engine serves the socket: the channel fires
+    // and once the waiter has gone, the engine has the socket back: the channel fires
     ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, 4, true}), 0);
     s_.cq->arm();
     ASSERT_EQ(c_.qp->post_send(Send(4)), 0);
