@@ -238,11 +238,10 @@ void QueuePair::progress(Cq &cq, bool wait, int channel_fd) {
         std::lock_guard lk(s.mu);
         go = s.key && s.rx_on;
     }
-    // Where requests come too (both sides spin: GPSPM, request/reply), a poller takes the answer
-    // stream as a waiter does, so the engine does not wake beside two spinners for every
-    // message. Not otherwise: with the target's engine on the other core, lending it cost
-    // write+flush 21 -> 25 us at p50 (before f4, interleaved runs).
-    if (go && serves && s.take()) rewatch(s, true);
+    // A poller takes the answer stream as a waiter does, so the engine does not wake beside the
+    // spinner for every answer. Before f4 only where requests came too: lending then cost two
+    // epoll_ctl per poll and made write+flush slower; a take now costs one per tenure.
+    if (go && s.take()) rewatch(s, true);
     if (go) {
         std::lock_guard rl(s.rx_mu);
         read_stream(s, ByteStream::Reader::kPoller);

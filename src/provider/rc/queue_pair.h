@@ -29,9 +29,9 @@
 // Each rx_mu is taken only by its task's runner (for each read; drive across its poll) and by
 // the engine's try_lock (spin, rearm): it is never waited for while another thread reads.
 // The streams are registered edge-triggered: an event schedules the stream's reader task, and
-// a reader reads until the stream blocks or asks for another event (rewatch). A waiting (or,
-// where requests come, polling) thread takes a socket stream off the engine's mask while it
-// reads it (Stream::sleeper), and the engine's check gives it back. Waiting for the engine thread
+// a reader reads until the stream blocks or asks for another event (rewatch). A waiting or
+// polling thread takes a socket stream off the engine's mask while it reads it
+// (Stream::sleeper), and the engine's check gives it back. Waiting for the engine thread
 // (run_sync, Engine::add/remove) counts as taking a lock ranked below all of these, which the
 // checker cannot see: a thread holding an rx_mu still never waits for it (remove_streams).
 #pragma once
@@ -155,10 +155,10 @@ class QueuePair : public prov::QueuePair,
         // shows once: the next read that stops short of it comes back for it (read_stream).
         std::atomic<bool> end_seen{false};
         // Who watches a socket stream's input. kEngine: the engine (EPOLLIN in its mask). A
-        // waiting thread, or a polling one where requests come, takes it (take), so that the
-        // engine is not woken beside that thread for every message: kThread, a thread read it
-        // since the engine's last check; kThreadIdle, none did, and the next check gives it
-        // back (on_timer, every kParkCheck while taken).
+        // thread that waits or polls on it takes it (take; the request stream only where that
+        // thread serves requests), so that the engine is not woken beside that thread for
+        // every message: kThread, a thread read it since the engine's last check; kThreadIdle,
+        // none did, and the next check gives it back (on_timer, every kParkCheck while taken).
         enum class Sleeper : uint8_t { kEngine, kThread, kThreadIdle };
         std::atomic<Sleeper> sleeper{Sleeper::kEngine};
         // A thread about to read the stream takes it; true: it was the engine's, and the caller
