@@ -213,10 +213,7 @@ void QueuePair::on_timer() {
             std::lock_guard lk(s->mu);
             update_mask(*s);  // the modification reports what came meanwhile
         }
-        Clock::rep none = 0;
-        Clock::time_point at = Clock::now() + kParkCheck;
-        if (again && check_at_.compare_exchange_strong(none, at.time_since_epoch().count()))
-            engine_->add_timer(at, weak_from_this());  // (else a thread's take scheduled one)
+        if (again) schedule_park_check(check_at_, *engine_, weak_from_this());
     }
     switch (conn_.due(Clock::now())) {
         case Connection::Due::kNothing:

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "provider/rc/frame.h"
+#include "provider/soft/engine.h"
 
 namespace rpma::rc {
 
@@ -46,6 +47,15 @@ constexpr int kRxBudget = 4;
 // the longest an answer waits in the socket for a thread that stopped waiting or polling (the
 // engine then reads it, and the completion channel fires), up to twice over.
 constexpr auto kParkCheck = std::chrono::milliseconds(1);
+// Adds h's next park check unless one is scheduled already (due: its tick; 0: none), so a queue
+// pair has one such timer at a time, whoever takes a stream or finds one still taken.
+inline void schedule_park_check(std::atomic<Clock::rep> &due, Engine &engine,
+                                std::weak_ptr<Handler> h) {
+    Clock::rep none = 0;
+    Clock::time_point at = Clock::now() + kParkCheck;
+    if (due.compare_exchange_strong(none, at.time_since_epoch().count()))
+        engine.add_timer(at, std::move(h));
+}
 // How long a deleted connection waits for the peer to take our Disconnect and close its end.
 constexpr auto kLingerTimeout = std::chrono::seconds(2);
 // How long the answer stream may stay open once the peer ended its request stream: both end

@@ -363,10 +363,7 @@ void QueuePair::rewatch(Stream &s, bool taken) {
         std::lock_guard lk(s.mu);
         update_mask(s);
     }
-    Clock::rep none = 0;
-    Clock::time_point at = Clock::now() + kParkCheck;
-    if (taken && check_at_.compare_exchange_strong(none, at.time_since_epoch().count()))
-        engine_->add_timer(at, weak_from_this());
+    if (taken) schedule_park_check(check_at_, *engine_, weak_from_this());
 }
 
 void QueuePair::read_stream(Stream &s, ByteStream::Reader who) {
