@@ -23,12 +23,19 @@ TEST(RankedMutex, InOrderAndTryLockWork) {
 }
 
 namespace {
+// The hook is process-wide: it records only the mutex under test, and each run starts from none
+// seen, so a repeated run (a new mutex, maybe at the same address) inherits nothing.
+std::atomic<const RankedMutex *> g_watched{nullptr};
 std::atomic<const RankedMutex *> g_waited_for{nullptr};
 }  // namespace
 
 TEST(RankedMutex, WaitHookRunsBeforeAContendedLockWaits) {
     RankedMutex m{0};
-    RankedMutex::set_wait_hook([](const RankedMutex *w) { g_waited_for = w; });
+    g_waited_for = nullptr;
+    g_watched = &m;
+    RankedMutex::set_wait_hook([](const RankedMutex *w) {
+        if (w == g_watched.load()) g_waited_for = w;
+    });
     {
         std::lock_guard free(m);  // uncontended: no hook
     }
@@ -39,6 +46,7 @@ TEST(RankedMutex, WaitHookRunsBeforeAContendedLockWaits) {
     held.unlock();
     other.get();
     RankedMutex::set_wait_hook(nullptr);
+    g_watched = nullptr;
 }
 
 #ifdef RPMA_CHECK_LOCK_ORDER
