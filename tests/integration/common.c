@@ -4,6 +4,7 @@
 #include "common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -69,6 +70,17 @@ void it_init(int argc, char *argv[], struct it_args *args) {
     args->argv = argv + 4;
 }
 
+int it_main(int argc, char *argv[], void (*server)(const struct it_args *),
+            void (*client)(const struct it_args *)) {
+    struct it_args a;
+    it_init(argc, argv, &a);
+    if (a.server)
+        server(&a);
+    else
+        client(&a);
+    return 0;
+}
+
 void it_ready(void) {
     printf("READY\n");
     fflush(stdout);
@@ -116,6 +128,12 @@ bool it_poll_fd(int fd, int timeout_ms) {
         if (n == 0) return false;
         if (errno != EINTR) IT_FAIL("poll: %s", strerror(errno));
     }
+}
+
+void it_set_nonblock(int fd) {
+    int fl = fcntl(fd, F_GETFL);
+    CHECK(fl >= 0);
+    CHECK(fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0);
 }
 
 /* connections whose CLOSED came first (it_expect_accepted), until it_next_event returns it or

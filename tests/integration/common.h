@@ -88,6 +88,9 @@ struct it_args {
 
 /* parses argv, arms the alarm backstop and makes stdout line-buffered */
 void it_init(int argc, char *argv[], struct it_args *args);
+/* the main of a two-role program: it_init, then server or client; returns 0 */
+int it_main(int argc, char *argv[], void (*server)(const struct it_args *),
+            void (*client)(const struct it_args *));
 
 /* announces a listening server to the runner */
 void it_ready(void);
@@ -105,6 +108,8 @@ long long it_now_us(void);
 
 /* waits until fd is readable; returns false on timeout */
 bool it_poll_fd(int fd, int timeout_ms);
+/* makes fd non-blocking (O_NONBLOCK added to its status flags) */
+void it_set_nonblock(int fd);
 
 /* ---- connections ---- */
 

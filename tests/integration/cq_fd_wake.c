@@ -11,7 +11,6 @@
  * no event pending and the CQ empty, and ends the same way.
  */
 #define _GNU_SOURCE
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
@@ -103,9 +102,7 @@ static void client(const struct it_args *a) {
     CHECK_OK(rpma_conn_get_cq(conn, &cq));
     int fd = -1;
     CHECK_OK(rpma_cq_get_fd(cq, &fd));
-    int fl = fcntl(fd, F_GETFL);
-    CHECK(fl >= 0);
-    CHECK(fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0);
+    it_set_nonblock(fd);
     CHECK_ERR(rpma_cq_wait(cq), RPMA_E_NO_COMPLETION); /* armed, nothing completed yet */
 
     for (int i = 0; i < ROUNDS; i++) round_trip(conn, cq, fd, src, dst, i);
@@ -118,11 +115,5 @@ static void client(const struct it_args *a) {
 }
 
 int main(int argc, char *argv[]) {
-    struct it_args a;
-    it_init(argc, argv, &a);
-    if (a.server)
-        server(&a);
-    else
-        client(&a);
-    return 0;
+    return it_main(argc, argv, server, client);
 }

@@ -6,7 +6,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -26,14 +25,8 @@ static uint64_t pong_seed(int i) {
     return 0xe900 + 2 * (uint64_t)i + 1;
 }
 
-static void set_nonblock(int fd) {
-    int fl = fcntl(fd, F_GETFL);
-    CHECK(fl >= 0);
-    CHECK(fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0);
-}
-
 static void watch(int epfd, int fd, enum tag tag) {
-    set_nonblock(fd);
+    it_set_nonblock(fd);
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
     CHECK(epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0);
 }
@@ -276,11 +269,5 @@ static void client(const struct it_args *a) {
 }
 
 int main(int argc, char *argv[]) {
-    struct it_args a;
-    it_init(argc, argv, &a);
-    if (a.server)
-        server(&a);
-    else
-        client(&a);
-    return 0;
+    return it_main(argc, argv, server, client);
 }

@@ -147,11 +147,5 @@ static void client(const struct it_args *a) {
 }
 
 int main(int argc, char *argv[]) {
-    struct it_args a;
-    it_init(argc, argv, &a);
-    if (a.server)
-        server(&a);
-    else
-        client(&a);
-    return 0;
+    return it_main(argc, argv, server, client);
 }
