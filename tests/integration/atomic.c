@@ -29,23 +29,14 @@
 #define P1 0xfedcba9876543210ULL
 
 static void server(const struct it_args *a) {
-    struct rpma_peer *peer = it_peer_new(a->addr, true);
     unsigned char *buf = it_alloc(SIZE);
     memset(buf, GUARD, SIZE);
     uint64_t p0 = P0;
     memcpy(buf + OFF, &p0, 8);
-    struct rpma_mr_local *mr = NULL;
-    CHECK_OK(rpma_mr_reg(peer, buf, SIZE, RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_SRC, &mr));
-    char desc[IT_MR_DESC_SIZE];
-    CHECK_OK(rpma_mr_get_descriptor(mr, desc));
-
-    struct rpma_ep *ep = NULL;
-    CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
-    it_ready();
-    struct rpma_conn_req *req = it_next_req(ep, NULL);
-    struct rpma_conn *c1 = it_accept(&req, desc, sizeof(desc));
-    req = it_next_req(ep, NULL);
-    struct rpma_conn *c2 = it_accept(&req, desc, sizeof(desc));
+    struct it_region_server srv;
+    it_region_server_open(&srv, a, buf, SIZE, RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_SRC);
+    struct rpma_conn *c1 = it_region_server_accept(&srv);
+    struct rpma_conn *c2 = it_region_server_accept(&srv);
     it_disconnect_passive(&c1, false);
     it_disconnect_passive(&c2, false);
 
@@ -57,9 +48,7 @@ static void server(const struct it_args *a) {
         if ((i < OFF || i >= OFF + 8) && buf[i] != GUARD)
             IT_FAIL("byte %zu next to the atomic target changed", i);
 
-    CHECK_OK(rpma_ep_shutdown(&ep));
-    CHECK_OK(rpma_mr_dereg(&mr));
-    CHECK_OK(rpma_peer_delete(&peer));
+    it_region_server_close(&srv);
     free(buf);
 }
 

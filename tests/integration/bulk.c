@@ -15,28 +15,18 @@
 #define SEED 0xb01c
 
 static void server(const struct it_args *a) {
-    struct rpma_peer *peer = it_peer_new(a->addr, true);
     char *buf = it_alloc(SIZE);
-    struct rpma_mr_local *mr = NULL;
-    CHECK_OK(rpma_mr_reg(
-        peer, buf, SIZE,
-        RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY,
-        &mr));
-    char desc[IT_MR_DESC_SIZE];
-    CHECK_OK(rpma_mr_get_descriptor(mr, desc));
-    struct rpma_ep *ep = NULL;
-    CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
-    it_ready();
-    struct rpma_conn_req *req = it_next_req(ep, NULL);
-    struct rpma_conn *conn = it_accept(&req, desc, sizeof(desc));
+    struct it_region_server srv;
+    it_region_server_open(
+        &srv, a, buf, SIZE,
+        RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY);
+    struct rpma_conn *conn = it_region_server_accept(&srv);
     it_disconnect_passive(&conn, false);
 
     long bad = it_verify(buf, SIZE, SEED);
     if (bad >= 0) IT_FAIL("server memory differs at byte %ld", bad);
     printf("server checksum %016llx\n", (unsigned long long)it_checksum(buf, SIZE));
-    CHECK_OK(rpma_ep_shutdown(&ep));
-    CHECK_OK(rpma_mr_dereg(&mr));
-    CHECK_OK(rpma_peer_delete(&peer));
+    it_region_server_close(&srv);
     free(buf);
 }
 
@@ -75,13 +65,12 @@ static void client(const struct it_args *a) {
     CHECK_OK(rpma_conn_cfg_new(&cfg));
     CHECK_OK(rpma_conn_cfg_set_sq_size(cfg, 16));
     CHECK_OK(rpma_conn_cfg_set_cq_size(cfg, 16));
-    struct rpma_conn *conn = it_connect(peer, a->addr, a->port, cfg, NULL, 0);
-    struct rpma_mr_remote *remote = it_remote_mr(conn, 0);
+    struct rpma_mr_remote *remote = NULL;
+    struct rpma_cq *cq = NULL;
+    struct rpma_conn *conn = it_connect_region(peer, a, cfg, NULL, 0, &remote, &cq);
     size_t rsize = 0;
     CHECK_OK(rpma_mr_remote_get_size(remote, &rsize));
     CHECK_EQ(rsize, SIZE);
-    struct rpma_cq *cq = NULL;
-    CHECK_OK(rpma_conn_get_cq(conn, &cq));
 
     long long t0 = it_now_ms();
     transfer(conn, cq, true, smr, remote);
@@ -99,8 +88,7 @@ static void client(const struct it_args *a) {
     CHECK(cs == cd);
     CHECK(memcmp(src, dst, SIZE) == 0);
 
-    CHECK_OK(rpma_mr_remote_delete(&remote));
-    it_disconnect_active(&conn);
+    it_disconnect_region(&conn, &remote);
     CHECK_OK(rpma_conn_cfg_delete(&cfg));
     CHECK_OK(rpma_mr_dereg(&smr));
     CHECK_OK(rpma_mr_dereg(&dmr));

@@ -277,6 +277,55 @@ void it_apply_remote_pcfg(struct rpma_conn *conn, size_t off) {
     CHECK_OK(rpma_peer_cfg_delete(&pcfg));
 }
 
+struct rpma_conn *it_accept_with_recvs(struct rpma_conn_req **req, struct rpma_mr_local *mr, int n,
+                                       size_t len, uintptr_t wr_id0, const void *pdata,
+                                       size_t pdata_len) {
+    CHECK(n >= 1);
+    CHECK_OK(rpma_conn_req_recv(*req, mr, 0, len, (void *)wr_id0));
+    struct rpma_conn *conn = it_accept(req, pdata, pdata_len);
+    for (uintptr_t k = 1; k < (uintptr_t)n; k++)
+        CHECK_OK(rpma_recv(conn, mr, k * len, len, (void *)(wr_id0 + k)));
+    return conn;
+}
+
+void it_region_server_open(struct it_region_server *s, const struct it_args *a, void *buf,
+                           size_t size, int usage) {
+    s->peer = it_peer_new(a->addr, true);
+    s->mr = NULL;
+    CHECK_OK(rpma_mr_reg(s->peer, buf, size, usage, &s->mr));
+    CHECK_OK(rpma_mr_get_descriptor(s->mr, s->desc));
+    s->ep = NULL;
+    CHECK_OK(rpma_ep_listen(s->peer, a->addr, a->port, &s->ep));
+    it_ready();
+}
+
+struct rpma_conn *it_region_server_accept(struct it_region_server *s) {
+    struct rpma_conn_req *req = it_next_req(s->ep, NULL);
+    return it_accept(&req, s->desc, sizeof(s->desc));
+}
+
+void it_region_server_close(struct it_region_server *s) {
+    CHECK_OK(rpma_ep_shutdown(&s->ep));
+    CHECK_OK(rpma_mr_dereg(&s->mr));
+    CHECK_OK(rpma_peer_delete(&s->peer));
+}
+
+struct rpma_conn *it_connect_region(struct rpma_peer *peer, const struct it_args *a,
+                                    const struct rpma_conn_cfg *cfg, const void *pdata,
+                                    size_t pdata_len, struct rpma_mr_remote **remote,
+                                    struct rpma_cq **cq) {
+    struct rpma_conn *conn = it_connect(peer, a->addr, a->port, cfg, pdata, pdata_len);
+    *remote = it_remote_mr(conn, 0);
+    *cq = NULL;
+    CHECK_OK(rpma_conn_get_cq(conn, cq));
+    return conn;
+}
+
+void it_disconnect_region(struct rpma_conn **conn, struct rpma_mr_remote **remote) {
+    CHECK_OK(rpma_mr_remote_delete(remote));
+    it_disconnect_active(conn);
+}
+
 bool it_cq_next(struct rpma_cq *cq, struct ibv_wc *wc, int timeout_ms) {
     long long deadline = it_now_ms() + timeout_ms;
     int fd = -1;

@@ -141,10 +141,43 @@ void it_disconnect_active(struct rpma_conn **conn);
 /* the other side: wait CLOSED, disconnect, delete; with lost_ok LOST is accepted too */
 void it_disconnect_passive(struct rpma_conn **conn, bool lost_ok);
 
+/* accepts req with pdata (may be NULL) and n receives of len bytes each into mr (the k-th at
+ * offset k * len, wr_id wr_id0 + k): the first posted on the request, so that it is there for
+ * the first message, the others on the connection once ESTABLISHED */
+struct rpma_conn *it_accept_with_recvs(struct rpma_conn_req **req, struct rpma_mr_local *mr, int n,
+                                       size_t len, uintptr_t wr_id0, const void *pdata,
+                                       size_t pdata_len);
+
 /* the remote region whose descriptor is at pdata offset off */
 struct rpma_mr_remote *it_remote_mr(struct rpma_conn *conn, size_t off);
 /* applies the peer cfg descriptor at pdata offset off to conn */
 void it_apply_remote_pcfg(struct rpma_conn *conn, size_t off);
+
+/* ---- one region: the server accepts with its descriptor, the client takes it from there ---- */
+
+struct it_region_server {
+    struct rpma_peer *peer;
+    struct rpma_mr_local *mr;
+    char desc[IT_MR_DESC_SIZE]; /* the region's descriptor: the private data it accepts with */
+    struct rpma_ep *ep;
+};
+/* a peer on a->addr, buf (size bytes, the caller's) registered with usage, its descriptor, the
+ * endpoint listening on a->port and READY announced */
+void it_region_server_open(struct it_region_server *s, const struct it_args *a, void *buf,
+                           size_t size, int usage);
+/* the next request, accepted with the descriptor (it_accept) */
+struct rpma_conn *it_region_server_accept(struct it_region_server *s);
+/* the endpoint shut down, the region deregistered, the peer deleted; buf stays the caller's */
+void it_region_server_close(struct it_region_server *s);
+
+/* the client: connects to a->addr:a->port (it_connect; cfg and pdata may be NULL); *remote gets
+ * the server's region, from the private data at offset 0, and *cq the connection's CQ */
+struct rpma_conn *it_connect_region(struct rpma_peer *peer, const struct it_args *a,
+                                    const struct rpma_conn_cfg *cfg, const void *pdata,
+                                    size_t pdata_len, struct rpma_mr_remote **remote,
+                                    struct rpma_cq **cq);
+/* deletes the remote region, then ends the connection from this side (it_disconnect_active) */
+void it_disconnect_region(struct rpma_conn **conn, struct rpma_mr_remote **remote);
 
 /* ---- completions ---- */
 

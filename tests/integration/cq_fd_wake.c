@@ -22,23 +22,12 @@
 #define OP 8
 
 static void server(const struct it_args *a) {
-    struct rpma_peer *peer = it_peer_new(a->addr, true);
     char *buf = it_alloc(SIZE);
-    struct rpma_mr_local *mr = NULL;
-    CHECK_OK(rpma_mr_reg(peer, buf, SIZE, RPMA_MR_USAGE_WRITE_DST, &mr));
-    char desc[IT_MR_DESC_SIZE];
-    CHECK_OK(rpma_mr_get_descriptor(mr, desc));
-
-    struct rpma_ep *ep = NULL;
-    CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
-    it_ready();
-    struct rpma_conn_req *req = it_next_req(ep, NULL);
-    struct rpma_conn *conn = it_accept(&req, desc, sizeof(desc));
+    struct it_region_server srv;
+    it_region_server_open(&srv, a, buf, SIZE, RPMA_MR_USAGE_WRITE_DST);
+    struct rpma_conn *conn = it_region_server_accept(&srv);
     it_disconnect_passive(&conn, false);
-
-    CHECK_OK(rpma_ep_shutdown(&ep));
-    CHECK_OK(rpma_mr_dereg(&mr));
-    CHECK_OK(rpma_peer_delete(&peer));
+    it_region_server_close(&srv);
     free(buf);
 }
 
@@ -96,10 +85,9 @@ static void client(const struct it_args *a) {
     char *buf = it_alloc(SIZE);
     struct rpma_mr_local *src = NULL;
     CHECK_OK(rpma_mr_reg(peer, buf, SIZE, RPMA_MR_USAGE_WRITE_SRC, &src));
-    struct rpma_conn *conn = it_connect(peer, a->addr, a->port, NULL, NULL, 0);
-    struct rpma_mr_remote *dst = it_remote_mr(conn, 0);
+    struct rpma_mr_remote *dst = NULL;
     struct rpma_cq *cq = NULL;
-    CHECK_OK(rpma_conn_get_cq(conn, &cq));
+    struct rpma_conn *conn = it_connect_region(peer, a, NULL, NULL, 0, &dst, &cq);
     int fd = -1;
     CHECK_OK(rpma_cq_get_fd(cq, &fd));
     it_set_nonblock(fd);
@@ -107,8 +95,7 @@ static void client(const struct it_args *a) {
 
     for (int i = 0; i < ROUNDS; i++) round_trip(conn, cq, fd, src, dst, i);
 
-    CHECK_OK(rpma_mr_remote_delete(&dst));
-    it_disconnect_active(&conn);
+    it_disconnect_region(&conn, &dst);
     CHECK_OK(rpma_mr_dereg(&src));
     CHECK_OK(rpma_peer_delete(&peer));
     free(buf);

@@ -23,23 +23,15 @@
 static const uint32_t imms[4] = {0x11223344, 0xa5a5, 0xcafebabe, 7};
 
 static void server(const struct it_args *a) {
-    struct rpma_peer *peer = it_peer_new(a->addr, true);
     unsigned char *rbuf = it_alloc(SLOTS * SLOT), *target = it_alloc(TARGET);
     memset(rbuf, FILLER, SLOTS * SLOT);
-    struct rpma_mr_local *rmr = NULL, *tmr = NULL;
-    CHECK_OK(rpma_mr_reg(peer, rbuf, SLOTS * SLOT, RPMA_MR_USAGE_RECV, &rmr));
-    CHECK_OK(rpma_mr_reg(peer, target, TARGET, RPMA_MR_USAGE_WRITE_DST, &tmr));
-    char desc[IT_MR_DESC_SIZE];
-    CHECK_OK(rpma_mr_get_descriptor(tmr, desc));
-
-    struct rpma_ep *ep = NULL;
-    CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
-    it_ready();
-    struct rpma_conn_req *req = it_next_req(ep, NULL);
-    CHECK_OK(rpma_conn_req_recv(req, rmr, 0, SLOT, (void *)0x50));
-    struct rpma_conn *conn = it_accept(&req, desc, sizeof(desc));
-    for (uintptr_t s = 1; s < SLOTS; s++)
-        CHECK_OK(rpma_recv(conn, rmr, s * SLOT, SLOT, (void *)(0x50 + s)));
+    struct it_region_server srv;
+    it_region_server_open(&srv, a, target, TARGET, RPMA_MR_USAGE_WRITE_DST);
+    struct rpma_mr_local *rmr = NULL;
+    CHECK_OK(rpma_mr_reg(srv.peer, rbuf, SLOTS * SLOT, RPMA_MR_USAGE_RECV, &rmr));
+    struct rpma_conn_req *req = it_next_req(srv.ep, NULL);
+    struct rpma_conn *conn =
+        it_accept_with_recvs(&req, rmr, SLOTS, SLOT, 0x50, srv.desc, sizeof(srv.desc));
     struct rpma_cq *cq = NULL;
     CHECK_OK(rpma_conn_get_cq(conn, &cq));
 
@@ -89,10 +81,8 @@ static void server(const struct it_args *a) {
         if ((i < WR_OFF || i >= WR_OFF + WR_LEN) && target[i] != 0)
             IT_FAIL("target byte %zu changed", i);
 
-    CHECK_OK(rpma_ep_shutdown(&ep));
     CHECK_OK(rpma_mr_dereg(&rmr));
-    CHECK_OK(rpma_mr_dereg(&tmr));
-    CHECK_OK(rpma_peer_delete(&peer));
+    it_region_server_close(&srv);
     free(rbuf);
     free(target);
 }
@@ -105,10 +95,9 @@ static void client(const struct it_args *a) {
     struct rpma_mr_local *mr = NULL;
     CHECK_OK(rpma_mr_reg(peer, src, MSG_LEN + WR_LEN, RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_WRITE_SRC,
                          &mr));
-    struct rpma_conn *conn = it_connect(peer, a->addr, a->port, NULL, NULL, 0);
-    struct rpma_mr_remote *dst = it_remote_mr(conn, 0);
+    struct rpma_mr_remote *dst = NULL;
     struct rpma_cq *cq = NULL;
-    CHECK_OK(rpma_conn_get_cq(conn, &cq));
+    struct rpma_conn *conn = it_connect_region(peer, a, NULL, NULL, 0, &dst, &cq);
 
     CHECK_OK(
         rpma_send_with_imm(conn, mr, 0, MSG_LEN, RPMA_F_COMPLETION_ALWAYS, imms[0], (void *)0x61));
@@ -123,8 +112,7 @@ static void client(const struct it_args *a) {
     it_cq_expect(cq, IBV_WC_RDMA_WRITE, (void *)0x64);
     it_cq_expect_empty(cq);
 
-    CHECK_OK(rpma_mr_remote_delete(&dst));
-    it_disconnect_active(&conn);
+    it_disconnect_region(&conn, &dst);
     CHECK_OK(rpma_mr_dereg(&mr));
     CHECK_OK(rpma_peer_delete(&peer));
     free(src);

@@ -30,8 +30,7 @@ static void server(const struct it_args *a) {
     it_ready();
 
     struct rpma_conn_req *req = it_next_req(ep, NULL);
-    CHECK_OK(rpma_conn_req_recv(req, rmr, 0, MSG, (void *)(uintptr_t)0x10000));
-    struct rpma_conn *conn = it_accept(&req, NULL, 0);
+    struct rpma_conn *conn = it_accept_with_recvs(&req, rmr, 1, MSG, 0x10000, NULL, 0);
     struct rpma_cq *cq = NULL;
     CHECK_OK(rpma_conn_get_cq(conn, &cq));
 

@@ -79,15 +79,9 @@ static void capture_log(void) {
 static void server(const struct it_args *a, enum mode m) {
     expect_provider(m == TCP_CLIENT || m == AUTO ? "" : "tcp");
     capture_log();
-    struct rpma_peer *peer = it_peer_new(a->addr, true);
     char *buf = it_alloc(SIZE);
-    struct rpma_mr_local *mr = NULL;
-    CHECK_OK(rpma_mr_reg(peer, buf, SIZE, RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_SRC, &mr));
-    char desc[IT_MR_DESC_SIZE];
-    CHECK_OK(rpma_mr_get_descriptor(mr, desc));
-    struct rpma_ep *ep = NULL;
-    CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
-    it_ready();
+    struct it_region_server srv;
+    it_region_server_open(&srv, a, buf, SIZE, RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_SRC);
 
     /*
      * In shm_refused the client's shm attempt may reach us as a request (or not at all): we
@@ -95,7 +89,7 @@ static void server(const struct it_args *a, enum mode m) {
      */
     struct rpma_conn_req *req = NULL;
     for (int refusals = 0;; refusals++) {
-        req = it_next_req(ep, NULL);
+        req = it_next_req(srv.ep, NULL);
         struct rpma_conn_private_data pd = {0};
         CHECK_OK(rpma_conn_req_get_private_data(req, &pd));
         bool done = pd.len >= sizeof(DONE_TAG) && memcmp(pd.ptr, DONE_TAG, sizeof(DONE_TAG)) == 0;
@@ -107,15 +101,13 @@ static void server(const struct it_args *a, enum mode m) {
         printf("server: turning down a request without the done tag\n");
         CHECK_OK(rpma_conn_req_delete(&req));
     }
-    struct rpma_conn *conn = it_accept(&req, desc, sizeof(desc));
+    struct rpma_conn *conn = it_accept(&req, srv.desc, sizeof(srv.desc));
     CHECK_EQ(it_shm_mappings(), on_shm(m) ? 1 : 0);
     it_disconnect_passive(&conn, false);
     CHECK_EQ(it_verify(buf, SIZE, SEED), -1);
     CHECK_EQ(it_shm_mappings(), 0); /* the connection's segment went with it */
 
-    CHECK_OK(rpma_ep_shutdown(&ep));
-    CHECK_OK(rpma_mr_dereg(&mr));
-    CHECK_OK(rpma_peer_delete(&peer));
+    it_region_server_close(&srv);
     free(buf);
     printf("server: done (%s)\n", on_shm(m) ? "shm" : "tcp");
 }
@@ -130,19 +122,17 @@ static void round_trip(const struct it_args *a, enum mode m, const void *pdata, 
     struct rpma_mr_local *dmr = NULL;
     CHECK_OK(rpma_mr_reg(peer, dst, SIZE, RPMA_MR_USAGE_READ_DST, &dmr));
 
-    struct rpma_conn *conn = it_connect(peer, a->addr, a->port, NULL, pdata, plen);
-    CHECK_EQ(it_shm_mappings(), on_shm(m) ? 1 : 0);
-    struct rpma_mr_remote *rmr = it_remote_mr(conn, 0);
+    struct rpma_mr_remote *rmr = NULL;
     struct rpma_cq *cq = NULL;
-    CHECK_OK(rpma_conn_get_cq(conn, &cq));
+    struct rpma_conn *conn = it_connect_region(peer, a, NULL, pdata, plen, &rmr, &cq);
+    CHECK_EQ(it_shm_mappings(), on_shm(m) ? 1 : 0);
     CHECK_OK(rpma_write(conn, rmr, 0, mr, 0, SIZE, RPMA_F_COMPLETION_ALWAYS, (void *)0x1));
     it_cq_expect(cq, IBV_WC_RDMA_WRITE, (void *)0x1);
     CHECK_OK(rpma_read(conn, dmr, 0, rmr, 0, SIZE, RPMA_F_COMPLETION_ALWAYS, (void *)0x2));
     it_cq_expect(cq, IBV_WC_RDMA_READ, (void *)0x2);
     CHECK_EQ(it_verify(dst, SIZE, SEED), -1);
 
-    CHECK_OK(rpma_mr_remote_delete(&rmr));
-    it_disconnect_active(&conn);
+    it_disconnect_region(&conn, &rmr);
     CHECK_EQ(it_shm_mappings(), 0);
     CHECK_OK(rpma_mr_dereg(&dmr));
     CHECK_OK(rpma_mr_dereg(&mr));

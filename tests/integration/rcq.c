@@ -30,10 +30,7 @@ static void server(const struct it_args *a) {
     CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
     it_ready();
     struct rpma_conn_req *req = it_next_req(ep, cfg);
-    CHECK_OK(rpma_conn_req_recv(req, rmr, 0, MSG, (void *)0x100));
-    struct rpma_conn *conn = it_accept(&req, NULL, 0);
-    for (uintptr_t i = 1; i < N_UP; i++)
-        CHECK_OK(rpma_recv(conn, rmr, i * MSG, MSG, (void *)(0x100 + i)));
+    struct rpma_conn *conn = it_accept_with_recvs(&req, rmr, N_UP, MSG, 0x100, NULL, 0);
 
     struct rpma_cq *cq = NULL, *rcq = NULL;
     CHECK_OK(rpma_conn_get_cq(conn, &cq));

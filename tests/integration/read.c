@@ -13,26 +13,16 @@
 #define BATCH 8
 
 static void server(const struct it_args *a) {
-    struct rpma_peer *peer = it_peer_new(a->addr, true);
     char *buf = it_alloc(SIZE);
     it_fill(buf, SIZE, SEED);
-    struct rpma_mr_local *mr = NULL;
-    CHECK_OK(rpma_mr_reg(peer, buf, SIZE, RPMA_MR_USAGE_READ_SRC, &mr));
-    char desc[IT_MR_DESC_SIZE];
-    CHECK_OK(rpma_mr_get_descriptor(mr, desc));
-
-    struct rpma_ep *ep = NULL;
-    CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
-    it_ready();
-    struct rpma_conn_req *req = it_next_req(ep, NULL);
-    struct rpma_conn *conn = it_accept(&req, desc, sizeof(desc));
+    struct it_region_server srv;
+    it_region_server_open(&srv, a, buf, SIZE, RPMA_MR_USAGE_READ_SRC);
+    struct rpma_conn *conn = it_region_server_accept(&srv);
     it_disconnect_passive(&conn, false);
 
     /* remote reads leave the source untouched */
     CHECK_EQ(it_verify(buf, SIZE, SEED), -1);
-    CHECK_OK(rpma_ep_shutdown(&ep));
-    CHECK_OK(rpma_mr_dereg(&mr));
-    CHECK_OK(rpma_peer_delete(&peer));
+    it_region_server_close(&srv);
     free(buf);
 }
 
@@ -44,13 +34,12 @@ static void client(const struct it_args *a) {
     struct rpma_mr_local *mr = NULL;
     CHECK_OK(rpma_mr_reg(peer, dst, SIZE, RPMA_MR_USAGE_READ_DST, &mr));
 
-    struct rpma_conn *conn = it_connect(peer, a->addr, a->port, NULL, NULL, 0);
-    struct rpma_mr_remote *src = it_remote_mr(conn, 0);
+    struct rpma_mr_remote *src = NULL;
+    struct rpma_cq *cq = NULL;
+    struct rpma_conn *conn = it_connect_region(peer, a, NULL, NULL, 0, &src, &cq);
     size_t rsize = 0;
     CHECK_OK(rpma_mr_remote_get_size(src, &rsize));
     CHECK_EQ(rsize, SIZE);
-    struct rpma_cq *cq = NULL;
-    CHECK_OK(rpma_conn_get_cq(conn, &cq));
 
     /* the whole buffer */
     CHECK_OK(rpma_read(conn, mr, 0, src, 0, SIZE, RPMA_F_COMPLETION_ALWAYS, (void *)0x1001));
@@ -85,8 +74,7 @@ static void client(const struct it_args *a) {
     CHECK(memcmp(dst, expect, SIZE) == 0);
     it_cq_expect_empty(cq);
 
-    CHECK_OK(rpma_mr_remote_delete(&src));
-    it_disconnect_active(&conn);
+    it_disconnect_region(&conn, &src);
     CHECK_OK(rpma_mr_dereg(&mr));
     CHECK_OK(rpma_peer_delete(&peer));
     free(dst);

@@ -37,25 +37,16 @@ static const struct expect EXPECTED[] = {
 #define N_OPS (sizeof(EXPECTED) / sizeof(EXPECTED[0]))
 
 static void server(const struct it_args *a) {
-    struct rpma_peer *peer = it_peer_new(a->addr, true);
     char *target = it_alloc(TARGET), *rbuf = it_alloc(SLOTS * SLOT);
-    struct rpma_mr_local *tmr = NULL, *rmr = NULL;
-    CHECK_OK(rpma_mr_reg(
-        peer, target, TARGET,
-        RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY,
-        &tmr));
-    CHECK_OK(rpma_mr_reg(peer, rbuf, SLOTS * SLOT, RPMA_MR_USAGE_RECV, &rmr));
-    char desc[IT_MR_DESC_SIZE];
-    CHECK_OK(rpma_mr_get_descriptor(tmr, desc));
-
-    struct rpma_ep *ep = NULL;
-    CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
-    it_ready();
-    struct rpma_conn_req *req = it_next_req(ep, NULL);
-    CHECK_OK(rpma_conn_req_recv(req, rmr, 0, SLOT, (void *)0x50));
-    struct rpma_conn *conn = it_accept(&req, desc, sizeof(desc));
-    for (uintptr_t s = 1; s < SLOTS; s++)
-        CHECK_OK(rpma_recv(conn, rmr, s * SLOT, SLOT, (void *)(0x50 + s)));
+    struct it_region_server srv;
+    it_region_server_open(
+        &srv, a, target, TARGET,
+        RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY);
+    struct rpma_mr_local *rmr = NULL;
+    CHECK_OK(rpma_mr_reg(srv.peer, rbuf, SLOTS * SLOT, RPMA_MR_USAGE_RECV, &rmr));
+    struct rpma_conn_req *req = it_next_req(srv.ep, NULL);
+    struct rpma_conn *conn =
+        it_accept_with_recvs(&req, rmr, SLOTS, SLOT, 0x50, srv.desc, sizeof(srv.desc));
     struct rpma_cq *cq = NULL;
     CHECK_OK(rpma_conn_get_cq(conn, &cq));
     /* a write with immediate and two sends consume the three receives */
@@ -66,10 +57,8 @@ static void server(const struct it_args *a) {
             IT_FAIL("receive %d: status %s", m, it_wc_status_str(wc.status));
     }
     it_disconnect_passive(&conn, false);
-    CHECK_OK(rpma_ep_shutdown(&ep));
-    CHECK_OK(rpma_mr_dereg(&tmr));
     CHECK_OK(rpma_mr_dereg(&rmr));
-    CHECK_OK(rpma_peer_delete(&peer));
+    it_region_server_close(&srv);
     free(target);
     free(rbuf);
 }
@@ -85,10 +74,9 @@ static void client(const struct it_args *a) {
     CHECK_OK(rpma_conn_cfg_new(&cfg));
     CHECK_OK(rpma_conn_cfg_set_sq_size(cfg, N_OPS));
     CHECK_OK(rpma_conn_cfg_set_cq_size(cfg, N_OPS));
-    struct rpma_conn *conn = it_connect(peer, a->addr, a->port, cfg, NULL, 0);
-    struct rpma_mr_remote *rmr = it_remote_mr(conn, 0);
+    struct rpma_mr_remote *rmr = NULL;
     struct rpma_cq *cq = NULL;
-    CHECK_OK(rpma_conn_get_cq(conn, &cq));
+    struct rpma_conn *conn = it_connect_region(peer, a, cfg, NULL, 0, &rmr, &cq);
 
     const int f = RPMA_F_COMPLETION_ALWAYS;
     const char value[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -143,8 +131,7 @@ static void client(const struct it_args *a) {
     CHECK_EQ(memcmp(dst, src, EXPECTED[W_READ].byte_len), 0);
     if (failed) IT_FAIL("%d completion(s) differ from a NIC's", failed);
 
-    CHECK_OK(rpma_mr_remote_delete(&rmr));
-    it_disconnect_active(&conn);
+    it_disconnect_region(&conn, &rmr);
     CHECK_OK(rpma_conn_cfg_delete(&cfg));
     CHECK_OK(rpma_mr_dereg(&smr));
     CHECK_OK(rpma_mr_dereg(&dmr));

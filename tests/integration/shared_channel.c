@@ -75,9 +75,8 @@ static void server(const struct it_args *a) {
     CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
     it_ready();
     struct rpma_conn_req *req = it_next_req(ep, cfg);
-    CHECK_OK(rpma_conn_req_recv(req, rmr, 0, MSG, (void *)0x1000));
     struct srv s = {0};
-    s.conn = it_accept(&req, NULL, 0);
+    s.conn = it_accept_with_recvs(&req, rmr, 1, MSG, 0x1000, NULL, 0);
     CHECK_OK(rpma_conn_get_cq(s.conn, &s.cq));
     CHECK_OK(rpma_conn_get_rcq(s.conn, &s.rcq));
     CHECK(s.cq != NULL && s.rcq != NULL && s.cq != s.rcq);
