@@ -51,7 +51,6 @@ class TestQp final : public QueuePair {
 // Builds established queue pairs over MemStreams and steps them (friend of QueuePair).
 struct QpTestAccess {
     static void establish(QueuePair &qp, bool client, ByteStream *main, ByteStream *join) {
-        qp.is_client_ = client;
         (client ? qp.main_ : qp.join_).answers_in = true;
         qp.main_.io = main;
         qp.join_.io = join;
@@ -61,6 +60,7 @@ struct QpTestAccess {
         }
         qp.conn_.set_peer(1, {});
         qp.conn_.accept();
+        qp.progress_.handler(qp.shared_from_this());  // as establish_stream does
     }
     // Reads what arrived on both streams and sends what is queued; join_first reads the
     // peer's requests before the answers to ours, as two TCP streams may deliver them.
@@ -68,15 +68,15 @@ struct QpTestAccess {
         QueuePair::Stream *first = join_first ? &qp.join_ : &qp.main_;
         QueuePair::Stream *second = join_first ? &qp.main_ : &qp.join_;
         for (QueuePair::Stream *s : {first, second}) {
-            if (s == &qp.resp()) {
+            if (s == &qp.progress_.resp()) {
                 {
                     std::lock_guard lk(s->mu);
-                    qp.flush_tx(*s);
+                    s->flush_tx();
                 }
                 serve(qp);  // the responder task's, as the engine's events run it
                 continue;
             }
-            qp.run_requester();  // as EPOLLOUT schedules it
+            qp.progress_.run_requester();  // as EPOLLOUT schedules it
             bool readable;
             {
                 std::lock_guard lk(s->mu);
@@ -88,54 +88,58 @@ struct QpTestAccess {
     // Reads the answers to our requests, as the engine's EPOLLIN does (the completer; the end
     // of its read runs the requester).
     static void read_answers(QueuePair &qp) {
-        std::lock_guard rl(qp.req().rx_mu);
-        qp.read_stream(qp.req());
+        std::lock_guard rl(qp.progress_.req().rx_mu);
+        qp.progress_.read_stream(qp.progress_.req());
     }
     // What a thread polling the CQ does with the answers (progress): owns the completer if it
     // is idle, reads, and lets it go.
     static void poll_answers(QueuePair &qp) {
-        if (!qp.completer_task_.try_own()) return;
+        if (!qp.progress_.task(Progress::Role::kCompleter).try_own()) return;
         read_answers(qp);
-        qp.run_completer(ByteStream::Reader::kPoller);
+        qp.progress_.run_completer(ByteStream::Reader::kPoller);
     }
     // The engine's EPOLLIN on the answer stream.
-    static void answers_event(QueuePair &qp) { qp.read_stream_if_free(qp.req()); }
-    static Task::State completer(QueuePair &qp) { return qp.completer_task_.state(); }
-    // A waiter or poller takes the answer stream from the engine (Stream::take).
-    static bool take_answers(QueuePair &qp) { return qp.req().take(); }
-    static bool engine_watches_answers(QueuePair &qp) {
-        return qp.req().sleeper.load() == QueuePair::Stream::Sleeper::kEngine;
+    static void answers_event(QueuePair &qp) {
+        qp.progress_.read_stream_if_free(qp.progress_.req());
     }
-    // The engine's check of taken streams, now, on its thread; the check it schedules is pushed
-    // out of reach, so that only these calls check.
+    static Task::State completer(QueuePair &qp) {
+        return qp.progress_.task(Progress::Role::kCompleter).state();
+    }
+    // A waiter or poller takes the answer stream from the engine (Stream::take).
+    static bool take_answers(QueuePair &qp) { return qp.progress_.req().take(); }
+    static bool engine_watches_answers(QueuePair &qp) {
+        return qp.progress_.req().sleeper.load() == QueuePair::Stream::Sleeper::kEngine;
+    }
+    // The engine's check of taken streams, now, on its thread (it schedules no next check: only
+    // these calls check).
     static void check_taken(QueuePair &qp, Engine &engine) {
-        engine.run_sync([&] {
-            qp.check_at_.store(1);
-            qp.on_timer();
-            qp.check_at_.store(std::numeric_limits<Clock::rep>::max());
-        });
+        engine.run_sync([&] { qp.progress_.check_taken(); });
     }
     // EPOLLOUT on the request stream, as the engine handles it.
-    static bool requests_writable(QueuePair &qp) { return qp.on_writable(qp.req(), true); }
-    static Task::State requester(QueuePair &qp) { return qp.requester_task_.state(); }
-    static const RankedMutex *requests_mu(QueuePair &qp) { return &qp.req().mu; }
+    static bool requests_writable(QueuePair &qp) {
+        return qp.progress_.on_writable(qp.progress_.req(), true);
+    }
+    static Task::State requester(QueuePair &qp) {
+        return qp.progress_.task(Progress::Role::kRequester).state();
+    }
+    static const RankedMutex *requests_mu(QueuePair &qp) { return &qp.progress_.req().mu; }
     // What the engine does when a receive is posted (recv_posted), on this thread.
     static void resume(QueuePair &qp) {
-        qp.responder_resume_.store(true);
+        qp.progress_.request_resume();
         serve(qp);
     }
     // EPOLLOUT on the answer stream, as the engine handles it.
-    static void writable(QueuePair &qp) { qp.on_writable(qp.resp(), true); }
+    static void writable(QueuePair &qp) { qp.progress_.on_writable(qp.progress_.resp(), true); }
     static size_t answers(QueuePair &qp) {
-        std::lock_guard lk(qp.resp().mu);
-        return qp.resp().tx.size();
+        std::lock_guard lk(qp.progress_.resp().mu);
+        return qp.progress_.resp().tx.size();
     }
     static bool stalled(QueuePair &qp) {
-        std::lock_guard lk(qp.resp().mu);
-        return qp.resp().stalled;
+        std::lock_guard lk(qp.progress_.resp().mu);
+        return qp.progress_.resp().stalled;
     }
     // Reads the peer's requests only, as the engine's responder does (or arms its runner).
-    static void serve(QueuePair &qp) { qp.run_responder(ByteStream::Reader::kWaiter); }
+    static void serve(QueuePair &qp) { qp.progress_.run_responder(ByteStream::Reader::kWaiter); }
     static bool in_error(QueuePair &qp) {
         std::lock_guard lk(qp.sq_mu_);
         return qp.completer_.error();

@@ -34,7 +34,6 @@ void QueuePair::setup_events(Stream &s, uint32_t events) {
 }
 
 int QueuePair::connect(const void *pdata, uint8_t pdata_len) {
-    is_client_ = true;
     main_.answers_in = true;
     const Clock::time_point deadline = connector_.start(pdata, pdata_len, cfg_.timeout_ms);
     conn_.begin_connect(deadline);
@@ -75,7 +74,7 @@ void QueuePair::handshake_out(Stream &s) {
         // The join stream waits for the answer on the main one: the server may send on it (even
         // its Disconnect and end of stream) as soon as it has accepted.
         s.rx_on = &s == &main_;
-        update_mask(s);
+        s.update_mask();
     }
     if (!main_.connected || !join_.connected) return;  // both are set here, on the engine thread
     const Clock::time_point deadline = Connector::reply_deadline();
@@ -103,7 +102,7 @@ void QueuePair::handshake_in() {
     for (Stream *s : {&main_, &join_}) {
         std::lock_guard lk(s->mu);
         s->rx_on = true;
-        update_mask(*s);
+        s->update_mask();
     }
 }
 
@@ -111,7 +110,6 @@ int QueuePair::accept(std::unique_ptr<prov::IncomingRequest> req, const void *pd
                       uint8_t pdata_len) {
     // the domain's listener made every request it is handed back
     IncomingConn &in = static_cast<Incoming *>(req.get())->conn;
-    is_client_ = false;
     join_.answers_in = true;
     conn_.set_peer(in.qp_num, std::move(in.pdata));
     Fd tcp_main = std::move(in.main);  // for the Reply; the streams run on the link when set
@@ -172,7 +170,7 @@ void QueuePair::other_events(int fd, uint32_t) {
     if (uint64_t key = ctl_key_.exchange(0)) engine_->remove(key);
     link->peer_gone();
     // streams the engine does not watch (stalled, or read by a waiter) learn it here
-    for (Stream *s : {&main_, &join_}) on_events(s->fd.get(), EPOLLIN | EPOLLRDHUP);
+    for (Stream *s : {&main_, &join_}) progress_.on_events(s->fd.get(), EPOLLIN | EPOLLRDHUP);
 }
 
 void QueuePair::stream_removed() {
