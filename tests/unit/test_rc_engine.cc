@@ -46,6 +46,7 @@ class TestQp final : public QueuePair {
 
   private:
     void setup_events(Stream &, uint32_t) override {}
+    void on_events(int, uint32_t) override {}  // no fd of its own
 };
 
 // Builds established queue pairs over MemStreams and steps them (friend of QueuePair).

@@ -133,6 +133,7 @@ class EngineQp final : public QueuePair {
 
   private:
     void setup_events(Stream &, uint32_t) override {}
+    void on_events(int, uint32_t) override {}  // no fd of its own
 };
 
 // The wait hook's view of the test: which mutex, which engine, and whether it waited.

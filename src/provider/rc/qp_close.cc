@@ -12,42 +12,41 @@ void QueuePair::close() {
     set_cq_hook(false);  // a thread on the CQs no longer runs this queue pair
     // On the engine thread, as a barrier: work already queued for it has run once this returns,
     // and anything queued later sees closed(), so nothing touches the CQs the caller frees next.
-    engine_->run_sync([this] { close_on_engine(); });
-}
-
-void QueuePair::close_on_engine() {
-    const Clock::time_point deadline = Clock::now() + kLingerTimeout;
-    bool graceful = conn_.begin_close(deadline);
-    {
-        std::lock_guard lk(sq_mu_);
-        completer_.abandon();  // nobody is left to see their completions
-    }
-    if (!graceful) {
-        remove_stream(main_);
-        remove_stream(join_);
-        return;
-    }
-    // Deleting a live connection closes it as rdma_disconnect would: the peer gets CLOSED. What
-    // is queued must not reach for the application's memory once delete returns.
-    bool queue_ours = conn_.take_disconnect();  // not yet queued by send_disconnect
-    for (Stream *s : {&main_, &join_}) {
-        std::lock_guard lk(s->mu);
-        s->settle_for_close(s == &progress_.resp() ? &responder_ : nullptr);
-        if (queue_ours) {
-            FrameHeader h{};
-            h.op = static_cast<uint8_t>(Op::kDisconnect);
-            s->tx.push(TxItem{h, nullptr, 0, nullptr});
+    engine_->run_sync([this] {
+        const Clock::time_point deadline = Clock::now() + kLingerTimeout;
+        bool graceful = conn_.begin_close(deadline);
+        {
+            std::lock_guard lk(sq_mu_);
+            completer_.abandon();  // nobody is left to see their completions
         }
-        s->rx_on = s->key != 0;
-        s->stalled = false;  // from now on the peer's input is only drained, by the engine
-        s->sleeper = Stream::Sleeper::kEngine;
-        if (s->flush_tx() && s->tx.empty()) {
-            s->io->shutdown(SHUT_WR);
-            s->wr_shut = true;
+        if (!graceful) {
+            main_.leave_engine();
+            join_.leave_engine();
+            stream_removed();
+            return;
         }
-        s->update_mask();
-    }
-    engine_->add_timer(deadline, weak_from_this());
+        // Deleting a live connection closes it as rdma_disconnect would: the peer gets CLOSED. What
+        // is queued must not reach for the application's memory once delete returns.
+        bool queue_ours = conn_.take_disconnect();  // not yet queued by send_disconnect
+        for (Stream *s : {&main_, &join_}) {
+            std::lock_guard lk(s->mu);
+            s->settle_for_close(s == &progress_.resp() ? &responder_ : nullptr);
+            if (queue_ours) {
+                FrameHeader h{};
+                h.op = static_cast<uint8_t>(Op::kDisconnect);
+                s->tx.push(TxItem{h, nullptr, 0, nullptr});
+            }
+            s->rx_on = s->key != 0;
+            s->stalled = false;  // from now on the peer's input is only drained, by the engine
+            s->sleeper = Stream::Sleeper::kEngine;
+            if (s->flush_tx() && s->tx.empty()) {
+                s->io->shutdown(SHUT_WR);
+                s->wr_shut = true;
+            }
+            s->update_mask();
+        }
+        engine_->add_timer(deadline, weak_from_this());
+    });
 }
 
 void QueuePair::linger_events(Stream &s, uint32_t events) {
@@ -79,7 +78,9 @@ void QueuePair::linger_events(Stream &s, uint32_t events) {
         if (n < 0 && errno == EAGAIN) break;
         done = true;
     }
-    if (done) remove_stream(s);
+    if (!done) return;
+    s.leave_engine();
+    stream_removed();
 }
 
 void QueuePair::fail_connect(rpma_conn_event ev) {
@@ -88,8 +89,9 @@ void QueuePair::fail_connect(rpma_conn_event ev) {
         std::lock_guard lk(sq_mu_);
         completer_.flush();
     }
-    remove_stream(main_);
-    remove_stream(join_);
+    main_.leave_engine();
+    join_.leave_engine();
+    stream_removed();
     conn_.post(ev);
 }
 
@@ -168,8 +170,9 @@ void QueuePair::on_timer() {
         case Connection::Due::kNothing:
             break;
         case Connection::Due::kLingerOver:
-            remove_stream(main_);  // the peer never closed its end: give up on it
-            remove_stream(join_);
+            main_.leave_engine();  // the peer never closed its end: give up on it
+            join_.leave_engine();
+            stream_removed();
             break;
         case Connection::Due::kAnswersOverdue:
             // the peer ended its requests' stream but never its answers' (finish_read)
@@ -205,17 +208,8 @@ void QueuePair::remove_streams(bool idle_only) {
             std::lock_guard lk(s->mu);
             idle = s->tx.empty();
         }
-        if (idle) remove_stream(*s);
+        if (idle) s->leave_engine();
     }
-}
-
-void QueuePair::remove_stream(Stream &s) {
-    uint64_t key;
-    {
-        std::lock_guard lk(s.mu);
-        key = std::exchange(s.key, 0);
-    }
-    if (key) engine_->remove(key);
     stream_removed();
 }
 

@@ -22,13 +22,22 @@ void QpStream::update_mask() {
     if (rx_on) m |= stalled || taken ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
     // A doorbell is all of a shm stream's readiness: while a thread has it, the engine leaves it
     // to that thread, unless it waits for room itself (the end of the peer's process still
-    // comes through the control socket: tcp::QueuePair::other_events).
+    // comes through the control socket: tcp::QueuePair::on_events).
     if (taken && io->doorbell()) m &= ~uint32_t{EPOLLRDHUP};
     if (want_out) m |= EPOLLOUT;
     // Edge-triggered (docs/rc-rebuild.md, f4): an event schedules the stream's task, whose
     // runner reads until the stream blocks, wherever it runs. A change here makes epoll look at
     // the stream again, so what is there already is reported once more.
     engine->modify(fd.get(), key, io->watch(m) | EPOLLET);
+}
+
+void QpStream::leave_engine() {
+    uint64_t k;
+    {
+        std::lock_guard lk(mu);
+        k = std::exchange(key, 0);
+    }
+    if (k) engine->remove(k);
 }
 
 bool QpStream::region_vanished(TxItem &it) {

@@ -85,6 +85,10 @@ struct QpStream {
         return {why ? why : otherwise, why && peer_end};
     }
 
+    // mu not held: the registration goes (key 0 from now on), on the engine thread or in close
+    // (Engine::remove waits for the engine).
+    void leave_engine();
+
     // The rest under mu.
     void update_mask();                // the engine's registration follows the state again
     bool flush_tx();                   // false on a broken stream

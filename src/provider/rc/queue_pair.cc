@@ -90,7 +90,7 @@ bool QueuePair::establish_stream(Stream &s, uint32_t events) {
             return added;
         }
     }
-    // remove_stream ran meanwhile (the connection failed or closed), maybe before the
+    // leave_engine ran meanwhile (the connection failed or closed), maybe before the
     // registration existed: it goes now. The failure is the connection's, not this call's.
     if (added) engine_->remove(key);
     return true;

@@ -100,9 +100,9 @@ class QueuePair : public prov::QueuePair,
         return conn_.remote_pdata();
     }
 
-    // Handler: the transport's own fds (other_events) and the connection's timers; the streams'
-    // registrations are progress_'s.
-    void on_events(int fd, uint32_t events) override { other_events(fd, events); }
+    // Handler: the connection's timers, and (on_events, the transport's) the fds the transport
+    // registers for this queue pair itself (shm's control socket); the streams' registrations
+    // are progress_'s.
     void on_timer() override;
     void on_failure(const char *why) override { lost(why, false); }
     void recv_posted() override;
@@ -120,11 +120,8 @@ class QueuePair : public prov::QueuePair,
     // The transport has the stream connected: the engine serves it from now on (EPOLLIN when
     // rx_on). false if the engine refused it. No QP lock held: add() waits for the engine.
     bool establish_stream(Stream &s, uint32_t events);
-    // The transport's: events on an fd of its own that it registered with the engine for this
-    // queue pair (shm's control socket), on the engine thread.
-    virtual void other_events(int /*fd*/, uint32_t /*events*/) {}
-    // The transport's: a stream left the engine (remove_stream), on the engine thread or in
-    // close.
+    // The transport's: a stream left the engine (QpStream::leave_engine), on the engine thread
+    // or in close.
     virtual void stream_removed() {}
 
     // Completer::Host: sq_mu_ held, a request's source was deregistered before it was sent
@@ -151,11 +148,9 @@ class QueuePair : public prov::QueuePair,
     // thread), linger_events, lost, maybe_closed
     void fail_connect(rpma_conn_event ev);
     void lost(const char *why, bool peer_end = false) override;
-    void close_on_engine();
     void linger_events(Stream &s, uint32_t events) override;
     void maybe_closed() override;
     void send_disconnect();  // engine thread
-    void remove_stream(Stream &s);
     // Both streams leave the engine (only those with nothing queued to send if idle_only): now
     // on the engine thread, on its next turn from any other (the caller may hold an rx_mu).
     void remove_streams(bool idle_only);

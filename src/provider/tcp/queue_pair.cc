@@ -29,8 +29,10 @@ void QueuePair::setup_events(Stream &s, uint32_t events) {
     }
     if (&s == &main_)
         handshake_in();
-    else if (events & (EPOLLHUP | EPOLLERR))
-        remove_stream(s);  // reset: the main stream reports the outcome
+    else if (events & (EPOLLHUP | EPOLLERR)) {
+        s.leave_engine();  // reset: the main stream reports the outcome
+        stream_removed();
+    }
 }
 
 int QueuePair::connect(const void *pdata, uint8_t pdata_len) {
@@ -144,7 +146,8 @@ bool QueuePair::move_to_upgrade() {
     UpgradeLink *link = connector_.link();
     for (Stream *s : {&main_, &join_}) {
         bool main = s == &main_;
-        remove_stream(*s);  // the tcp socket's registration, on the client
+        s->leave_engine();  // the tcp socket's registration, on the client
+        stream_removed();
         {
             std::lock_guard lk(s->mu);  // a posting thread may look at them (update_mask)
             s->fd = link->take_wake(main);
@@ -158,7 +161,7 @@ bool QueuePair::move_to_upgrade() {
     return key != 0;
 }
 
-void QueuePair::other_events(int fd, uint32_t) {
+void QueuePair::on_events(int fd, uint32_t) {
     UpgradeLink *link = connector_.link();
     if (!link || fd != link->ctl_fd()) return;
     char b[64];
