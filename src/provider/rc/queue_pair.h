@@ -83,7 +83,6 @@ class QueuePair : public prov::QueuePair,
                   public Progress::Host,
                   public std::enable_shared_from_this<QueuePair> {
   public:
-    friend struct QpTestAccess;  // the unit tests (tests/unit/test_rc_engine.cc)
     ~QueuePair() override;
 
     uint32_t qp_num() const noexcept override { return qp_num_; }
