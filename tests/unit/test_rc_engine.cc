@@ -129,8 +129,11 @@ struct QpTestAccess {
     }
     // The engine's check of taken streams, now, on its thread (it schedules no next check: only
     // these calls check).
-    static void check_taken(QueuePair &qp, Engine &engine) {
-        engine.run_sync([&] { progress(qp).check_taken(); });
+    // true: a stream is still taken (the engine's timer would check again).
+    static bool check_taken(QueuePair &qp, Engine &engine) {
+        bool again = false;
+        engine.run_sync([&] { again = progress(qp).check_taken(); });
+        return again;
     }
     // EPOLLOUT on the request stream, as the engine handles it.
     static bool requests_writable(QueuePair &qp) {
@@ -953,14 +956,15 @@ TEST_F(RcEngineGatedRequestTest, AnEventWhileAPollerReadsIsReadBeforeItLetsGo) {
 // and goes back to the engine once a check finds that none did since the last one (a thread
 // that stops waiting or polling says nothing).
 TEST_F(RcEngineTest, ATakenStreamGoesBackToTheEngineOnceNoThreadReadsIt) {
-    EXPECT_TRUE(QpTestAccess::take_answers(*client_.qp));   // the engine's until now
-    EXPECT_FALSE(QpTestAccess::take_answers(*client_.qp));  // taken: only marked as read
-    QpTestAccess::check_taken(*client_.qp, engine_);
+    EXPECT_TRUE(QpTestAccess::take_answers(*client_.qp));          // the engine's until now
+    EXPECT_FALSE(QpTestAccess::take_answers(*client_.qp));         // taken: only marked as read
+    EXPECT_TRUE(QpTestAccess::check_taken(*client_.qp, engine_));  // checked again later
     EXPECT_FALSE(QpTestAccess::engine_watches_answers(*client_.qp));
     EXPECT_FALSE(QpTestAccess::take_answers(*client_.qp));  // read again before the next check
-    QpTestAccess::check_taken(*client_.qp, engine_);
+    EXPECT_TRUE(QpTestAccess::check_taken(*client_.qp, engine_));
     EXPECT_FALSE(QpTestAccess::engine_watches_answers(*client_.qp));
-    QpTestAccess::check_taken(*client_.qp, engine_);  // nobody read it since
+    // nobody read it since: given back, and no stream is left for another check
+    EXPECT_FALSE(QpTestAccess::check_taken(*client_.qp, engine_));
     EXPECT_TRUE(QpTestAccess::engine_watches_answers(*client_.qp));
     EXPECT_TRUE(QpTestAccess::take_answers(*client_.qp));  // taken anew
 }
