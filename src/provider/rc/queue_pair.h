@@ -24,9 +24,9 @@
 // The CQ's, the receive queue's and the engine's own mutexes are taken last and hold nothing.
 // Each rx_mu is taken only by its task's runner (for each read; drive across its poll) and by
 // the engine's try_lock (spin, rearm): it is never waited for while another thread reads.
-// Waiting for the engine thread
-// (run_sync, Engine::add/remove) counts as taking a lock ranked below all of these, which the
-// checker cannot see: a thread holding an rx_mu still never waits for it (remove_streams).
+// Waiting for the engine thread (run_sync, Engine::add/remove) counts as taking a lock ranked
+// below all of these, which the checker cannot see: a thread holding an rx_mu still never
+// waits for it (remove_streams).
 #pragma once
 
 #include <librpma.h>
