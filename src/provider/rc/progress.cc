@@ -43,8 +43,12 @@ Progress::Progress(Host &host, Engine &engine, Connection &conn, Completer &comp
 
 std::shared_ptr<Handler> Progress::handler(const std::shared_ptr<Handler> &owner) {
     std::shared_ptr<Handler> self(owner, this);  // lives as long as its queue pair
-    self_ = self;
-    owner_ = owner;
+    // Set once, before the first registration: later ones (another stream, an upgrade's) may
+    // come while the engine serves the first and reads these.
+    std::call_once(bound_, [&] {
+        self_ = self;
+        owner_ = owner;
+    });
     return self;
 }
 

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "provider/rc/byte_stream.h"
 #include "provider/rc/frame_reader.h"
@@ -144,6 +145,7 @@ class Progress final : public Handler, public ProgressHook {
     QpStream &join_;
     RecvQueue &receives_;
     Cq *const recv_cq_;
+    std::once_flag bound_;          // self_ and owner_ are set (handler)
     std::weak_ptr<Handler> self_;   // this, as handler() made it: the check's timer
     std::weak_ptr<Handler> owner_;  // the queue pair: the timer of its last answers
 
