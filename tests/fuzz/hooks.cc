@@ -61,8 +61,8 @@ void QueuePair::fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, FdQueue<rpma_con
         s->rx_on = true;
     }
     bool client = kind != 0;  // the completer and the reply parser are the client's
-    qp->is_client_ = client;
     (client ? qp->main_ : qp->join_).answers_in = true;
+    qp->progress_.handler(qp);  // as establish_stream does
     if (kind == 2) {
         qp->conn_.begin_connect(Clock::time_point::max());
         qp->conn_.await_reply(Clock::time_point::max());
@@ -86,7 +86,7 @@ void QueuePair::fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, FdQueue<rpma_con
     qp->conn_.request_disconnect();
     for (int i = 0; i < 64; ++i) {
         std::lock_guard rl(in.rx_mu);
-        qp->read_stream(in);
+        qp->progress_.read_stream(in);
         if (qp->conn_.state() == Cm::kDone || in.disc_rx || in.stalled) break;
     }
     drain(cq, events);

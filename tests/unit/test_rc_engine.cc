@@ -34,7 +34,8 @@ namespace rpma::rc {
 using memio::Channel;
 using memio::MemStream;
 
-// The RC engine with no transport of its own: the test hands it its streams.
+// The RC engine with no transport of its own: the test hands it its streams, as a transport
+// does, through the queue pair's protected interface.
 class TestQp final : public QueuePair {
   public:
     TestQp(Engine *e, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events)
@@ -44,39 +45,55 @@ class TestQp final : public QueuePair {
         return RPMA_E_NOSUPP;
     }
 
-  private:
-    void setup_events(Stream &, uint32_t) override {}
-};
-
-// Builds established queue pairs over MemStreams and steps them (friend of QueuePair).
-struct QpTestAccess {
-    static void establish(QueuePair &qp, bool client, ByteStream *main, ByteStream *join) {
-        qp.is_client_ = client;
-        (client ? qp.main_ : qp.join_).answers_in = true;
-        qp.main_.io = main;
-        qp.join_.io = join;
-        for (QueuePair::Stream *s : {&qp.main_, &qp.join_}) {
+    // Established over main and join (client: we send our requests on main), with no engine
+    // registration: the test steps the streams itself.
+    void establish(bool client, ByteStream *main, ByteStream *join) {
+        (client ? main_ : join_).answers_in = true;
+        main_.io = main;
+        join_.io = join;
+        for (Stream *s : {&main_, &join_}) {
             s->connected = true;
             s->rx_on = true;
         }
-        qp.conn_.set_peer(1, {});
-        qp.conn_.accept();
+        conn_.set_peer(1, {});
+        conn_.accept();
+        progress_.handler(shared_from_this());  // as establish_stream does
+    }
+    Progress &progress() noexcept { return progress_; }
+    Stream &stream(bool main) noexcept { return main ? main_ : join_; }
+    bool in_error() {
+        std::lock_guard lk(sq_mu_);
+        return completer_.error();
+    }
+
+  private:
+    void setup_events(Stream &, uint32_t) override {}
+    void on_events(int, uint32_t) override {}  // no fd of its own
+};
+
+// Builds established queue pairs over MemStreams (TestQp) and steps them through their
+// Progress, as the engine and the application's threads do.
+struct QpTestAccess {
+    static TestQp &test(QueuePair &qp) { return static_cast<TestQp &>(qp); }
+    static Progress &progress(QueuePair &qp) { return test(qp).progress(); }
+    static void establish(QueuePair &qp, bool client, ByteStream *main, ByteStream *join) {
+        test(qp).establish(client, main, join);
     }
     // Reads what arrived on both streams and sends what is queued; join_first reads the
     // peer's requests before the answers to ours, as two TCP streams may deliver them.
     static void step(QueuePair &qp, bool join_first = false) {
-        QueuePair::Stream *first = join_first ? &qp.join_ : &qp.main_;
-        QueuePair::Stream *second = join_first ? &qp.main_ : &qp.join_;
-        for (QueuePair::Stream *s : {first, second}) {
-            if (s == &qp.resp()) {
+        QpStream *first = &test(qp).stream(!join_first);
+        QpStream *second = &test(qp).stream(join_first);
+        for (QpStream *s : {first, second}) {
+            if (s == &progress(qp).resp()) {
                 {
                     std::lock_guard lk(s->mu);
-                    qp.flush_tx(*s);
+                    s->flush_tx();
                 }
                 serve(qp);  // the responder task's, as the engine's events run it
                 continue;
             }
-            qp.run_requester();  // as EPOLLOUT schedules it
+            progress(qp).run_requester();  // as EPOLLOUT schedules it
             bool readable;
             {
                 std::lock_guard lk(s->mu);
@@ -88,58 +105,62 @@ struct QpTestAccess {
     // Reads the answers to our requests, as the engine's EPOLLIN does (the completer; the end
     // of its read runs the requester).
     static void read_answers(QueuePair &qp) {
-        std::lock_guard rl(qp.req().rx_mu);
-        qp.read_stream(qp.req());
+        std::lock_guard rl(progress(qp).req().rx_mu);
+        progress(qp).read_stream(progress(qp).req());
     }
     // What a thread polling the CQ does with the answers (progress): owns the completer if it
     // is idle, reads, and lets it go.
     static void poll_answers(QueuePair &qp) {
-        if (!qp.completer_task_.try_own()) return;
+        if (!progress(qp).task(Progress::Role::kCompleter).try_own()) return;
         read_answers(qp);
-        qp.run_completer(ByteStream::Reader::kPoller);
+        progress(qp).run_completer(ByteStream::Reader::kPoller);
     }
     // The engine's EPOLLIN on the answer stream.
-    static void answers_event(QueuePair &qp) { qp.read_stream_if_free(qp.req()); }
-    static Task::State completer(QueuePair &qp) { return qp.completer_task_.state(); }
-    // A waiter or poller takes the answer stream from the engine (Stream::take).
-    static bool take_answers(QueuePair &qp) { return qp.req().take(); }
-    static bool engine_watches_answers(QueuePair &qp) {
-        return qp.req().sleeper.load() == QueuePair::Stream::Sleeper::kEngine;
+    static void answers_event(QueuePair &qp) {
+        progress(qp).read_stream_if_free(progress(qp).req());
     }
-    // The engine's check of taken streams, now, on its thread; the check it schedules is pushed
-    // out of reach, so that only these calls check.
-    static void check_taken(QueuePair &qp, Engine &engine) {
-        engine.run_sync([&] {
-            qp.check_at_.store(1);
-            qp.on_timer();
-            qp.check_at_.store(std::numeric_limits<Clock::rep>::max());
-        });
+    static Task::State completer(QueuePair &qp) {
+        return progress(qp).task(Progress::Role::kCompleter).state();
+    }
+    // A waiter or poller takes the answer stream from the engine (Stream::take).
+    static bool take_answers(QueuePair &qp) { return progress(qp).req().take(); }
+    static bool engine_watches_answers(QueuePair &qp) {
+        return progress(qp).req().sleeper.load() == QpStream::Sleeper::kEngine;
+    }
+    // The engine's check of taken streams, now, on its thread (it schedules no next check: only
+    // these calls check).
+    // true: a stream is still taken (the engine's timer would check again).
+    static bool check_taken(QueuePair &qp, Engine &engine) {
+        bool again = false;
+        engine.run_sync([&] { again = progress(qp).check_taken(); });
+        return again;
     }
     // EPOLLOUT on the request stream, as the engine handles it.
-    static bool requests_writable(QueuePair &qp) { return qp.on_writable(qp.req(), true); }
-    static Task::State requester(QueuePair &qp) { return qp.requester_task_.state(); }
-    static const RankedMutex *requests_mu(QueuePair &qp) { return &qp.req().mu; }
+    static bool requests_writable(QueuePair &qp) {
+        return progress(qp).on_writable(progress(qp).req(), true);
+    }
+    static Task::State requester(QueuePair &qp) {
+        return progress(qp).task(Progress::Role::kRequester).state();
+    }
+    static const RankedMutex *requests_mu(QueuePair &qp) { return &progress(qp).req().mu; }
     // What the engine does when a receive is posted (recv_posted), on this thread.
     static void resume(QueuePair &qp) {
-        qp.responder_resume_.store(true);
+        progress(qp).request_resume();
         serve(qp);
     }
     // EPOLLOUT on the answer stream, as the engine handles it.
-    static void writable(QueuePair &qp) { qp.on_writable(qp.resp(), true); }
+    static void writable(QueuePair &qp) { progress(qp).on_writable(progress(qp).resp(), true); }
     static size_t answers(QueuePair &qp) {
-        std::lock_guard lk(qp.resp().mu);
-        return qp.resp().tx.size();
+        std::lock_guard lk(progress(qp).resp().mu);
+        return progress(qp).resp().tx.size();
     }
     static bool stalled(QueuePair &qp) {
-        std::lock_guard lk(qp.resp().mu);
-        return qp.resp().stalled;
+        std::lock_guard lk(progress(qp).resp().mu);
+        return progress(qp).resp().stalled;
     }
     // Reads the peer's requests only, as the engine's responder does (or arms its runner).
-    static void serve(QueuePair &qp) { qp.run_responder(ByteStream::Reader::kWaiter); }
-    static bool in_error(QueuePair &qp) {
-        std::lock_guard lk(qp.sq_mu_);
-        return qp.completer_.error();
-    }
+    static void serve(QueuePair &qp) { progress(qp).run_responder(ByteStream::Reader::kWaiter); }
+    static bool in_error(QueuePair &qp) { return test(qp).in_error(); }
 };
 
 namespace {
@@ -935,14 +956,15 @@ TEST_F(RcEngineGatedRequestTest, AnEventWhileAPollerReadsIsReadBeforeItLetsGo) {
 // and goes back to the engine once a check finds that none did since the last one (a thread
 // that stops waiting or polling says nothing).
 TEST_F(RcEngineTest, ATakenStreamGoesBackToTheEngineOnceNoThreadReadsIt) {
-    EXPECT_TRUE(QpTestAccess::take_answers(*client_.qp));   // the engine's until now
-    EXPECT_FALSE(QpTestAccess::take_answers(*client_.qp));  // taken: only marked as read
-    QpTestAccess::check_taken(*client_.qp, engine_);
+    EXPECT_TRUE(QpTestAccess::take_answers(*client_.qp));          // the engine's until now
+    EXPECT_FALSE(QpTestAccess::take_answers(*client_.qp));         // taken: only marked as read
+    EXPECT_TRUE(QpTestAccess::check_taken(*client_.qp, engine_));  // checked again later
     EXPECT_FALSE(QpTestAccess::engine_watches_answers(*client_.qp));
     EXPECT_FALSE(QpTestAccess::take_answers(*client_.qp));  // read again before the next check
-    QpTestAccess::check_taken(*client_.qp, engine_);
+    EXPECT_TRUE(QpTestAccess::check_taken(*client_.qp, engine_));
     EXPECT_FALSE(QpTestAccess::engine_watches_answers(*client_.qp));
-    QpTestAccess::check_taken(*client_.qp, engine_);  // nobody read it since
+    // nobody read it since: given back, and no stream is left for another check
+    EXPECT_FALSE(QpTestAccess::check_taken(*client_.qp, engine_));
     EXPECT_TRUE(QpTestAccess::engine_watches_answers(*client_.qp));
     EXPECT_TRUE(QpTestAccess::take_answers(*client_.qp));  // taken anew
 }

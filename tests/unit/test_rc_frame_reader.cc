@@ -1,6 +1,6 @@
 // The frame reader's word on what it left in the stream (rc/frame_reader.h, drained()): the
 // streams are registered edge-triggered, so a reader that stops with input left must ask for
-// another event (QueuePair::rewatch), and one that took all there was must not.
+// another event (Progress::rewatch), and one that took all there was must not.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -1,10 +1,10 @@
 // A connection lost on an application thread that runs the responder, while the engine wants
 // it too (issue 21). Before the responder became a task (docs/rc-rebuild.md, step f1), the
-// thread in serve_requests read the peer's requests under resp().rx_mu and the engine, resuming
-// the responder after a receive was posted, waited for that rx_mu; had lost() then waited for
-// the engine, neither thread would have gone on. Now the engine's resume only arms the running
-// task: the engine comes back at once while the failing read is still blocked, and the runner
-// passes again after the loss.
+// thread in serve_requests (now Progress's) read the peer's requests under resp().rx_mu and the
+// engine, resuming the responder after a receive was posted, waited for that rx_mu; had lost()
+// then waited for the engine, neither thread would have gone on. Now the engine's resume only
+// arms the running task: the engine comes back at once while the failing read is still
+// blocked, and the runner passes again after the loss.
 //
 // The interleaving is driven by handshakes, not timing: an in-memory stream whose read blocks
 // until the test lets it fail, and RankedMutex's wait hook, which says whether the engine thread
@@ -107,7 +107,6 @@ class EngineQp final : public QueuePair {
 
     // The passive side, established over main (the peer's requests: resp()) and join.
     bool establish(ByteStream *main, ByteStream *join) {
-        is_client_ = false;
         join_.answers_in = true;
         main_.io = main;
         join_.io = join;
@@ -120,8 +119,10 @@ class EngineQp final : public QueuePair {
         return main_.fd.valid() && join_.fd.valid() && establish_stream(main_, EPOLLIN) &&
                establish_stream(join_, EPOLLIN);
     }
-    const RankedMutex *resp_rx_mu() { return &resp().rx_mu; }
-    Task::State responder_state() const { return responder_task_.state(); }
+    const RankedMutex *resp_rx_mu() { return &progress_.resp().rx_mu; }
+    // A waiting thread serves the peer's requests (Progress::serve_requests).
+    void serve_requests() { progress_.serve_requests(); }
+    Task::State responder_state() { return progress_.task(Progress::Role::kResponder).state(); }
     bool registered() {
         for (Stream *s : {&main_, &join_}) {
             std::lock_guard lk(s->mu);
@@ -132,6 +133,7 @@ class EngineQp final : public QueuePair {
 
   private:
     void setup_events(Stream &, uint32_t) override {}
+    void on_events(int, uint32_t) override {}  // no fd of its own
 };
 
 // The wait hook's view of the test: which mutex, which engine, and whether it waited.

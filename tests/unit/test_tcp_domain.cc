@@ -27,6 +27,7 @@
 
 #include "common/fd_queue.h"
 #include "provider/provider.h"
+#include "provider/rc/progress.h"
 #include "provider/shm/link.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/region.h"
@@ -233,13 +234,13 @@ TEST_F(TcpDomainTest, RequestRejectedWhenDroppedUnaccepted) {
 
 // The queue pair is the send CQ's progress hook (a waiting or polling thread reads the answers
 // itself) from creation until close.
-TEST_F(TcpDomainTest, QueuePairIsItsCqsHookUntilClosed) {
+TEST_F(TcpDomainTest, QueuePairsProgressIsItsCqsHookUntilClosed) {
     Side c;
     ASSERT_NO_FATAL_FAILURE(MakeSide(c));
     ASSERT_EQ(dom_->create_qp("127.0.0.1", "25712", c.attr(), &c.qp), 0);
     auto *cq = static_cast<Cq *>(c.cq.get());
-    EXPECT_EQ(cq->hook(), dynamic_cast<ProgressHook *>(c.qp.get()));
-    EXPECT_NE(cq->hook(), nullptr);
+    EXPECT_NE(dynamic_cast<rpma::rc::Progress *>(cq->hook()),
+              nullptr);  // the queue pair's progress
     c.qp->close();
     EXPECT_EQ(cq->hook(), nullptr);
 }

@@ -25,7 +25,7 @@ class ByteStream : public Stream {
     virtual uint32_t woken(uint32_t events) noexcept { return events; }
     virtual bool arm() noexcept { return false; }
     // A reader stopped with the stream still readable, or at EAGAIN: a doorbell stream rings
-    // itself if input is left (a socket's reader asks the engine: QueuePair::rewatch).
+    // itself if input is left (a socket's reader asks the engine: Progress::rewatch).
     virtual void yielded() noexcept {}
     // Who reads from now on (under the rx lock), for a doorbell stream: what a read that
     // finds no input asks the peer for. kWaiter sleeps next: a doorbell. kPoller (a thread

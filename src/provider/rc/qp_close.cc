@@ -9,76 +9,44 @@
 namespace rpma::rc {
 
 void QueuePair::close() {
-    set_cq_hook(nullptr);  // a thread on the CQs no longer runs this queue pair
+    set_cq_hook(false);  // a thread on the CQs no longer runs this queue pair
     // On the engine thread, as a barrier: work already queued for it has run once this returns,
     // and anything queued later sees closed(), so nothing touches the CQs the caller frees next.
-    engine_->run_sync([this] { close_on_engine(); });
-}
-
-void QueuePair::close_on_engine() {
-    const Clock::time_point deadline = Clock::now() + kLingerTimeout;
-    bool graceful = conn_.begin_close(deadline);
-    {
-        std::lock_guard lk(sq_mu_);
-        completer_.abandon();  // nobody is left to see their completions
-    }
-    if (!graceful) {
-        remove_stream(main_);
-        remove_stream(join_);
-        return;
-    }
-    // Deleting a live connection closes it as rdma_disconnect would: the peer gets CLOSED. What
-    // is queued must not reach for the application's memory once delete returns.
-    bool queue_ours = conn_.take_disconnect();  // not yet queued by send_disconnect
-    for (Stream *s : {&main_, &join_}) {
-        std::lock_guard lk(s->mu);
-        settle_for_close(*s);
-        if (queue_ours) {
-            FrameHeader h{};
-            h.op = static_cast<uint8_t>(Op::kDisconnect);
-            s->tx.push(TxItem{h, nullptr, 0, nullptr});
+    engine_->run_sync([this] {
+        const Clock::time_point deadline = Clock::now() + kLingerTimeout;
+        bool graceful = conn_.begin_close(deadline);
+        {
+            std::lock_guard lk(sq_mu_);
+            completer_.abandon();  // nobody is left to see their completions
         }
-        s->rx_on = s->key != 0;
-        s->stalled = false;  // from now on the peer's input is only drained, by the engine
-        s->sleeper = Stream::Sleeper::kEngine;
-        if (flush_tx(*s) && s->tx.empty()) {
-            s->io->shutdown(SHUT_WR);
-            s->wr_shut = true;
+        if (!graceful) {
+            main_.leave_engine();
+            join_.leave_engine();
+            stream_removed();
+            return;
         }
-        update_mask(*s);
-    }
-    engine_->add_timer(deadline, weak_from_this());
-}
-
-void QueuePair::settle_for_close(Stream &s) {
-    bool answers = &s == &resp();
-    uint64_t limit = UINT64_MAX;  // answers: the last request whose answer still goes out
-    // A frame half sent is finished, from its region while the region lives (it belongs to the
-    // peer, not to the connection); see flush_tx for a region that dies.
-    s.tx.prune([&](TxItem &it) {
-        Op op = static_cast<Op>(it.hdr.op);
-        bool drop;
-        if (!answers)
-            drop = is_request(it.hdr.op);  // never seen by the peer: it flushes them anyway
-        else if (op == Op::kReadResp && it.guard && limit == UINT64_MAX)
-            limit = it.hdr.aux - 1, drop = true;
-        else
-            drop = limit != UINT64_MAX && op != Op::kDisconnect && op != Op::kAck;
-        if (answers && !drop && op == Op::kAck && limit != UINT64_MAX) {
-            it.hdr.aux = std::min(it.hdr.aux, limit);  // never acknowledge a dropped read
-            drop = it.hdr.aux == 0;
+        // Deleting a live connection closes it as rdma_disconnect would: the peer gets CLOSED. What
+        // is queued must not reach for the application's memory once delete returns.
+        bool queue_ours = conn_.take_disconnect();  // not yet queued by send_disconnect
+        for (Stream *s : {&main_, &join_}) {
+            std::lock_guard lk(s->mu);
+            s->settle_for_close(s == &progress_.resp() ? &responder_ : nullptr);
+            if (queue_ours) {
+                FrameHeader h{};
+                h.op = static_cast<uint8_t>(Op::kDisconnect);
+                s->tx.push(TxItem{h, nullptr, 0, nullptr});
+            }
+            s->rx_on = s->key != 0;
+            s->stalled = false;  // from now on the peer's input is only drained, by the engine
+            s->sleeper = Stream::Sleeper::kEngine;
+            if (s->flush_tx() && s->tx.empty()) {
+                s->io->shutdown(SHUT_WR);
+                s->wr_shut = true;
+            }
+            s->update_mask();
         }
-        return drop;
+        engine_->add_timer(deadline, weak_from_this());
     });
-    if (answers) {
-        if (uint64_t last = responder_.unacked(limit)) {
-            FrameHeader a{};
-            a.op = static_cast<uint8_t>(Op::kAck);
-            a.aux = last;
-            responder_.answered(last);
-            s.tx.insert_before_disconnect(TxItem{a, nullptr, 0, nullptr});  // the peer counts it
-        }
-    }
 }
 
 void QueuePair::linger_events(Stream &s, uint32_t events) {
@@ -87,7 +55,7 @@ void QueuePair::linger_events(Stream &s, uint32_t events) {
         std::lock_guard lk(s.mu);
         if (!s.key) return;
         if ((events & EPOLLOUT) || !s.tx.empty()) {
-            if (!flush_tx(s)) {
+            if (!s.flush_tx()) {
                 // half a read answer is out and its region is gone: only a broken connection
                 // keeps the peer from using what it got
                 main_.io->shutdown(SHUT_RDWR);
@@ -110,7 +78,9 @@ void QueuePair::linger_events(Stream &s, uint32_t events) {
         if (n < 0 && errno == EAGAIN) break;
         done = true;
     }
-    if (done) remove_stream(s);
+    if (!done) return;
+    s.leave_engine();
+    stream_removed();
 }
 
 void QueuePair::fail_connect(rpma_conn_event ev) {
@@ -119,8 +89,9 @@ void QueuePair::fail_connect(rpma_conn_event ev) {
         std::lock_guard lk(sq_mu_);
         completer_.flush();
     }
-    remove_stream(main_);
-    remove_stream(join_);
+    main_.leave_engine();
+    join_.leave_engine();
+    stream_removed();
     conn_.post(ev);
 }
 
@@ -139,7 +110,7 @@ void QueuePair::lost(const char *why, bool peer_end) {
         for (Stream *s : {&main_, &join_}) {
             std::lock_guard lk(s->mu);
             s->rx_on = false;
-            update_mask(*s);
+            s->update_mask();
         }
     }
     remove_streams(false);
@@ -158,9 +129,9 @@ void QueuePair::send_disconnect() {
     if (!conn_.take_disconnect()) return;
     for (Stream *s : {&main_, &join_}) {
         std::lock_guard lk(s->mu);
-        if (s == &resp() && responder_.unacked()) append_ack(*s);
+        if (s == &progress_.resp() && responder_.unacked()) s->append_ack(responder_.take_ack());
         s->tx.push(TxItem{h, nullptr, 0, nullptr});
-        flush_tx(*s);
+        s->flush_tx();
     }
 }
 
@@ -194,38 +165,23 @@ void QueuePair::maybe_closed() {
 }
 
 void QueuePair::on_timer() {
-    // A stream a thread took goes back to the engine once a check finds that no thread read it
-    // since the last one (a thread that stops waiting or polling says nothing). Other timers of
-    // this queue pair fire here too: the check runs only when due.
-    Clock::rep due = check_at_.load();
-    if (due != 0 && Clock::now().time_since_epoch().count() >= due) {
-        check_at_.store(0);
-        bool again = false;
-        for (Stream *s : {&main_, &join_}) {
-            Stream::Sleeper st = s->sleeper.load();
-            if (st == Stream::Sleeper::kEngine) continue;
-            Stream::Sleeper next = st == Stream::Sleeper::kThread ? Stream::Sleeper::kThreadIdle
-                                                                  : Stream::Sleeper::kEngine;
-            if (!s->sleeper.compare_exchange_strong(st, next) || next != Stream::Sleeper::kEngine) {
-                again = true;  // (a failed exchange: a thread read it meanwhile)
-                continue;
-            }
-            std::lock_guard lk(s->mu);
-            update_mask(*s);  // the modification reports what came meanwhile
-        }
-        if (again) schedule_park_check(check_at_, *engine_, weak_from_this());
-    }
+    // The connection's deadlines (the taken streams' check is Progress::on_timer).
     switch (conn_.due(Clock::now())) {
         case Connection::Due::kNothing:
             break;
         case Connection::Due::kLingerOver:
-            remove_stream(main_);  // the peer never closed its end: give up on it
-            remove_stream(join_);
+            main_.leave_engine();  // the peer never closed its end: give up on it
+            join_.leave_engine();
+            stream_removed();
             break;
         case Connection::Due::kAnswersOverdue:
             // the peer ended its requests' stream but never its answers' (finish_read)
-            lost(resp(), "the peer ended its requests' stream");
-            break;
+            {
+                auto [why, peer_end] =
+                    progress_.resp().end_cause("the peer ended its requests' stream");
+                lost(why, peer_end);
+                break;
+            }
         case Connection::Due::kSetupTimedOut:
             RPMA_LOG_NOTICE("connection set-up timed out");
             fail_connect(RPMA_CONN_UNREACHABLE);
@@ -252,17 +208,8 @@ void QueuePair::remove_streams(bool idle_only) {
             std::lock_guard lk(s->mu);
             idle = s->tx.empty();
         }
-        if (idle) remove_stream(*s);
+        if (idle) s->leave_engine();
     }
-}
-
-void QueuePair::remove_stream(Stream &s) {
-    uint64_t key;
-    {
-        std::lock_guard lk(s.mu);
-        key = std::exchange(s.key, 0);
-    }
-    if (key) engine_->remove(key);
     stream_removed();
 }
 

@@ -38,12 +38,12 @@ constexpr size_t kCorkDepth = 8;
 // header and a payload per frame, so this many fill its iovec list.
 constexpr size_t kAnswersPerSend = kMaxIov / 2;
 // Reads per call: small, so the engine round-robins between streams (the reader asks for
-// another event for what is left: QueuePair::rewatch). A stream that kept the engine for long
+// another event for what is left: Progress::rewatch). A stream that kept the engine for long
 // would delay the answers on the other streams, and a peer waiting for them would fill its send
 // queue. The responder's ACKs go out when the turn ends (or the socket is drained), so 4 reads of
 // 64 KiB writes cost one ACK and one epoll_wait, where 2 cost two of each.
 constexpr int kRxBudget = 4;
-// How often the engine looks whether a stream a thread took (Stream::take) is still read by one:
+// How often the engine looks whether a stream a thread took (QpStream::take) is still read by one:
 // the longest an answer waits in the socket for a thread that stopped waiting or polling (the
 // engine then reads it, and the completion channel fires), up to twice over.
 constexpr auto kParkCheck = std::chrono::milliseconds(1);

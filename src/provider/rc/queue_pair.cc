@@ -1,7 +1,7 @@
 // The queue pair's construction and the helpers its parts share (qp_internal.h). The parts:
-// qp_close.cc (tear-down), qp_transmit.cc (posts and frames out), qp_receive.cc (frames in),
-// requester.cc, responder.cc, completer.cc; the transport sets the connection up
-// (tcp/queue_pair.cc).
+// qp_close.cc (tear-down), qp_transmit.cc (posts and answers out), qp_stream.cc (a stream's
+// frames out), progress.cc (frames in, and who runs what), requester.cc, responder.cc,
+// completer.cc; the transport sets the connection up (tcp/queue_pair.cc).
 #include "provider/rc/queue_pair.h"
 
 #include <unistd.h>
@@ -54,11 +54,14 @@ QueuePair::QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg,
       conn_(events, kCmRank),
       completer_(sq_, sq_mu_, Completer::Target{cfg.cq, qp_num_, &conn_.remote_qp()}, *this),
       requester_(sq_, completer_, cfg.sq_size),
-      responder_(mrs, Responder::Target{cfg.recv_cq, qp_num_, &conn_.remote_qp()}, *this) {}
+      responder_(mrs, Responder::Target{cfg.recv_cq, qp_num_, &conn_.remote_qp()}, *this),
+      progress_(*this, *engine, conn_, completer_, responder_, main_, join_,
+                cfg.srq ? *cfg.srq : rq_, cfg.recv_cq) {}
 
 QueuePair::~QueuePair() = default;
 
-void QueuePair::set_cq_hook(ProgressHook *h) noexcept {
+void QueuePair::set_cq_hook(bool on) noexcept {
+    ProgressHook *h = on ? &progress_ : nullptr;
     cfg_.cq->set_hook(h);
     // an SRQ's RCQ serves many queue pairs: no one queue pair's hook runs it
     if (cfg_.recv_cq != cfg_.cq && !cfg_.srq) cfg_.recv_cq->set_hook(h);
@@ -78,16 +81,16 @@ bool QueuePair::establish_stream(Stream &s, uint32_t events) {
         watch = s.io->watch(events) | EPOLLET;  // as update_mask
     }
     // No QP lock across add(): it waits for the engine thread, which may need one.
-    bool added = engine_->add(fd, watch, shared_from_this(), key);
+    bool added = engine_->add(fd, watch, progress_.handler(shared_from_this()), key);
     {
         std::lock_guard lk(s.mu);
         if (s.key == key) {
             if (!added) s.key = 0;
-            if (added) update_mask(s);  // the engine may have moved on meanwhile
+            if (added) s.update_mask();  // the engine may have moved on meanwhile
             return added;
         }
     }
-    // remove_stream ran meanwhile (the connection failed or closed), maybe before the
+    // leave_engine ran meanwhile (the connection failed or closed), maybe before the
     // registration existed: it goes now. The failure is the connection's, not this call's.
     if (added) engine_->remove(key);
     return true;
@@ -110,12 +113,13 @@ void QueuePair::flush_receives() {
 }
 
 void QueuePair::resume_responder() {
-    responder_resume_.store(true);
+    progress_.request_resume();
     // Scheduled on the engine, never here: callers hold sq_mu_ (the completer) or the receive
     // queue's lock. Whoever runs the responder then takes the resume in its next pass.
     engine_->post([w = weak_from_this()] {
         auto self = w.lock();
-        if (self && !self->conn_.closed()) self->run_responder(ByteStream::Reader::kWaiter);
+        if (self && !self->conn_.closed())
+            self->progress_.run_responder(ByteStream::Reader::kWaiter);
     });
 }
 

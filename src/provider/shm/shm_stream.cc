@@ -199,7 +199,7 @@ void ShmStream::shutdown(int how) {
 uint32_t ShmStream::watch(uint32_t events) const noexcept {
     // The doorbell is the only readiness there is: input, space and the peer's end (shutdown
     // always rings) all come through it; the end of the peer's process comes through the
-    // control socket (tcp::QueuePair::other_events).
+    // control socket (tcp::QueuePair::on_events).
     return events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP) ? uint32_t{EPOLLIN} : 0u;
 }
 

@@ -148,7 +148,7 @@ std::shared_ptr<QueuePair> Domain::make_qp(Engine *e, const prov::QpAttr &attr) 
     // A thread waiting on (or polling) the CQ or the connection's own RCQ reads this queue
     // pair's answers and serves the peer's requests itself instead of waiting for the engine
     // thread; close() takes it back.
-    qp->set_cq_hook(qp.get());
+    qp->set_cq_hook(true);
     return qp;
 }
 

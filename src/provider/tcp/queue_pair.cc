@@ -29,12 +29,13 @@ void QueuePair::setup_events(Stream &s, uint32_t events) {
     }
     if (&s == &main_)
         handshake_in();
-    else if (events & (EPOLLHUP | EPOLLERR))
-        remove_stream(s);  // reset: the main stream reports the outcome
+    else if (events & (EPOLLHUP | EPOLLERR)) {
+        s.leave_engine();  // reset: the main stream reports the outcome
+        stream_removed();
+    }
 }
 
 int QueuePair::connect(const void *pdata, uint8_t pdata_len) {
-    is_client_ = true;
     main_.answers_in = true;
     const Clock::time_point deadline = connector_.start(pdata, pdata_len, cfg_.timeout_ms);
     conn_.begin_connect(deadline);
@@ -75,7 +76,7 @@ void QueuePair::handshake_out(Stream &s) {
         // The join stream waits for the answer on the main one: the server may send on it (even
         // its Disconnect and end of stream) as soon as it has accepted.
         s.rx_on = &s == &main_;
-        update_mask(s);
+        s.update_mask();
     }
     if (!main_.connected || !join_.connected) return;  // both are set here, on the engine thread
     const Clock::time_point deadline = Connector::reply_deadline();
@@ -103,7 +104,7 @@ void QueuePair::handshake_in() {
     for (Stream *s : {&main_, &join_}) {
         std::lock_guard lk(s->mu);
         s->rx_on = true;
-        update_mask(*s);
+        s->update_mask();
     }
 }
 
@@ -111,7 +112,6 @@ int QueuePair::accept(std::unique_ptr<prov::IncomingRequest> req, const void *pd
                       uint8_t pdata_len) {
     // the domain's listener made every request it is handed back
     IncomingConn &in = static_cast<Incoming *>(req.get())->conn;
-    is_client_ = false;
     join_.answers_in = true;
     conn_.set_peer(in.qp_num, std::move(in.pdata));
     Fd tcp_main = std::move(in.main);  // for the Reply; the streams run on the link when set
@@ -146,7 +146,8 @@ bool QueuePair::move_to_upgrade() {
     UpgradeLink *link = connector_.link();
     for (Stream *s : {&main_, &join_}) {
         bool main = s == &main_;
-        remove_stream(*s);  // the tcp socket's registration, on the client
+        s->leave_engine();  // the tcp socket's registration, on the client
+        stream_removed();
         {
             std::lock_guard lk(s->mu);  // a posting thread may look at them (update_mask)
             s->fd = link->take_wake(main);
@@ -160,7 +161,7 @@ bool QueuePair::move_to_upgrade() {
     return key != 0;
 }
 
-void QueuePair::other_events(int fd, uint32_t) {
+void QueuePair::on_events(int fd, uint32_t) {
     UpgradeLink *link = connector_.link();
     if (!link || fd != link->ctl_fd()) return;
     char b[64];
@@ -172,7 +173,7 @@ void QueuePair::other_events(int fd, uint32_t) {
     if (uint64_t key = ctl_key_.exchange(0)) engine_->remove(key);
     link->peer_gone();
     // streams the engine does not watch (stalled, or read by a waiter) learn it here
-    for (Stream *s : {&main_, &join_}) on_events(s->fd.get(), EPOLLIN | EPOLLRDHUP);
+    for (Stream *s : {&main_, &join_}) progress_.on_events(s->fd.get(), EPOLLIN | EPOLLRDHUP);
 }
 
 void QueuePair::stream_removed() {

@@ -57,7 +57,7 @@ class QueuePair final : public rc::QueuePair {
     void handshake_in();
     // Both streams leave tcp for the connector's link; its control socket joins the engine.
     bool move_to_upgrade();
-    void other_events(int fd, uint32_t events) override;
+    void on_events(int fd, uint32_t events) override;  // the control socket
     void stream_removed() override;
     std::shared_ptr<QueuePair> self() {
         return std::static_pointer_cast<QueuePair>(shared_from_this());

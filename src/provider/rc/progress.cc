@@ -1,37 +1,95 @@
-// The receive side of both streams: engine events, the staging buffer, payloads placed
-// straight into their target, and threads that drive their own connection.
+// The progress of the RC queue pair's streams (progress.h): engine events, the readers' tasks,
+// threads that drive their own connection, and the requester's sends.
+#include "provider/rc/progress.h"
+
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <cstring>
 
 #include "common/log.h"
+#include "provider/rc/completer.h"
+#include "provider/rc/connection.h"
 #include "provider/rc/qp_internal.h"
-#include "provider/rc/queue_pair.h"
+#include "provider/rc/responder.h"
+#include "provider/soft/recv_queue.h"
 
 namespace rpma::rc {
 
 namespace {
+using Cm = Connection::Cm;
 constexpr std::chrono::microseconds kAnswerWait{10};
 }  // namespace
 
-QueuePair::Stream *QueuePair::stream_of(int fd) noexcept {
+QpStream *Progress::stream_of(int fd) noexcept {
     if (fd == main_.fd.get()) return &main_;
     return fd == join_.fd.get() ? &join_ : nullptr;
 }
 
-void QueuePair::on_events(int fd, uint32_t events) {
-    Stream *s = stream_of(fd);
-    if (!s) {
-        other_events(fd, events);
-        return;
-    }
-    engine_events(*s, s->io->woken(events));
+Progress::Progress(Host &host, Engine &engine, Connection &conn, Completer &completer,
+                   Responder &responder, QpStream &main, QpStream &join, RecvQueue &receives,
+                   Cq *recv_cq) noexcept
+    : host_(host),
+      engine_(engine),
+      conn_(conn),
+      completer_(completer),
+      responder_(responder),
+      main_(main),
+      join_(join),
+      receives_(receives),
+      recv_cq_(recv_cq) {}
+
+std::shared_ptr<Handler> Progress::handler(const std::shared_ptr<Handler> &owner) {
+    std::shared_ptr<Handler> self(owner, this);  // lives as long as its queue pair
+    // Set once, before the first registration: later ones (another stream, an upgrade's) may
+    // come while the engine serves the first and reads these.
+    std::call_once(bound_, [&] {
+        self_ = self;
+        owner_ = owner;
+    });
+    return self;
 }
 
-void QueuePair::spin(int fd) {
-    Stream *s = stream_of(fd);
+void Progress::on_timer() {
+    // A stream a thread took goes back to the engine once a check finds that no thread read it
+    // since the last one (a thread that stops waiting or polling says nothing).
+    Clock::rep due = check_at_.load();
+    if (due == 0 || Clock::now().time_since_epoch().count() < due) return;
+    check_at_.store(0);
+    if (check_taken()) schedule_park_check(check_at_, engine_, self_);
+}
+
+bool Progress::check_taken() {
+    bool again = false;
+    for (QpStream *s : {&main_, &join_}) {
+        QpStream::Sleeper st = s->sleeper.load();
+        if (st == QpStream::Sleeper::kEngine) continue;
+        QpStream::Sleeper next = st == QpStream::Sleeper::kThread ? QpStream::Sleeper::kThreadIdle
+                                                                  : QpStream::Sleeper::kEngine;
+        if (!s->sleeper.compare_exchange_strong(st, next) || next != QpStream::Sleeper::kEngine) {
+            again = true;  // (a failed exchange: a thread read it meanwhile)
+            continue;
+        }
+        std::lock_guard lk(s->mu);
+        s->update_mask();  // the modification reports what came meanwhile
+    }
+    return again;
+}
+
+void Progress::lost(QpStream &s, const char *otherwise) {
+    auto [why, peer_end] = s.end_cause(otherwise);
+    host_.lost(why, peer_end);
+}
+
+void Progress::on_events(int fd, uint32_t events) {
+    // (another fd: one the transport swapped, whose registration is on its way out)
+    if (QpStream *s = stream_of(fd)) engine_events(*s, s->io->woken(events));
+}
+
+void Progress::spin(int fd) {
+    QpStream *s = stream_of(fd);
     if (!s) return;
     uint32_t ev = s->io->ready();
     if (ev & EPOLLIN) {
@@ -42,8 +100,8 @@ void QueuePair::spin(int fd) {
     if (ev) engine_events(*s, ev);
 }
 
-void QueuePair::engine_events(Stream &s, uint32_t events) {
-    bool spin = s.io->doorbell() && engine_->spins();
+void Progress::engine_events(QpStream &s, uint32_t events) {
+    bool spin = s.io->doorbell() && engine_.spins();
     // The engine that polls next reads the peer's requests as their only reader: the peer
     // need not ring while it spins (the stream is armed when the spin ends). Answers are
     // mostly read by the application's waiting or polling threads: a late doorbell there.
@@ -57,37 +115,37 @@ void QueuePair::engine_events(Stream &s, uint32_t events) {
     // the engine polls a while rather than sleep, and spin_end arms the stream when it stops.
     // Without progress it sleeps, and the stream (read as kSpinner) asks for a doorbell now.
     if (s.io->progress() != before)
-        engine_->keep_spinning();
+        engine_.keep_spinning();
     else
         rearm(s);
 }
 
-void QueuePair::rearm(Stream &s) {
+void Progress::rearm(QpStream &s) {
     // Another holder of the stream asked for what it needs itself (drive, progress).
     std::unique_lock rl(s.rx_mu, std::try_to_lock);
     if (rl && s.io->arm() && s.readable())
         s.io->pass_wake();  // input came after the read: the peer saw no flag to ring
 }
 
-void QueuePair::spin_end(int fd) {
-    if (Stream *s = stream_of(fd)) rearm(*s);  // a doorbell again
+void Progress::spin_end(int fd) {
+    if (QpStream *s = stream_of(fd)) rearm(*s);  // a doorbell again
 }
 
-void QueuePair::stream_events(Stream &s, uint32_t events, ByteStream::Reader who) {
+void Progress::stream_events(QpStream &s, uint32_t events, ByteStream::Reader who) {
     Cm cm = conn_.state();
     if (cm == Cm::kConnecting || cm == Cm::kAwaitReply) {
-        setup_events(s, events);  // the transport's handshake
+        host_.setup_events(s, events);  // the transport's handshake
         return;
     }
     if (cm == Cm::kClosing) {
-        linger_events(s, events);
+        host_.linger_events(s, events);
         return;
     }
     if (cm == Cm::kDone || cm == Cm::kIdle) {
         std::lock_guard lk(s.mu);
-        if ((events & EPOLLOUT) && flush_tx(s) && !s.tx.empty()) return;
+        if ((events & EPOLLOUT) && s.flush_tx() && !s.tx.empty()) return;
         uint64_t key = std::exchange(s.key, 0);
-        if (key) engine_->remove(key);
+        if (key) engine_.remove(key);
         return;
     }
     if ((events & EPOLLOUT) && !on_writable(s, true)) return;
@@ -101,23 +159,23 @@ void QueuePair::stream_events(Stream &s, uint32_t events, ByteStream::Reader who
             // The stalled request hides what follows it. A Disconnect on the other stream and
             // an orderly end of this one mean the peer closed in order (it deleted the
             // connection while its send waited for a receive).
-            Stream &other = &s == &main_ ? join_ : main_;
+            QpStream &other = &s == &main_ ? join_ : main_;
             if (!other.disc_rx) read_stream_if_free(other, who);
             if (other.disc_rx && !(events & EPOLLERR)) {
                 s.disc_rx = true;
                 {
                     std::lock_guard lk(s.mu);
                     s.rx_on = false;
-                    update_mask(s);
+                    s.update_mask();
                 }
-                maybe_closed();
+                host_.maybe_closed();
                 return;
             }
             // The end came from the peer's kernel unless the socket reports a timeout or an
             // unreachable network.
             int err = (events & EPOLLERR) ? s.io->take_error() : 0;
-            lost("the peer went away while its send waited for a receive",
-                 err == 0 || ended_by_peer(-1, err));
+            host_.lost("the peer went away while its send waited for a receive",
+                       err == 0 || ended_by_peer(-1, err));
             return;
         }
         if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) s.end_seen.store(true);
@@ -125,7 +183,7 @@ void QueuePair::stream_events(Stream &s, uint32_t events, ByteStream::Reader who
     }
 }
 
-bool QueuePair::on_writable(Stream &s, bool engine) {
+bool Progress::on_writable(QpStream &s, bool engine) {
     if (&s == &req()) {
         if (run_requester()) return true;  // (a runner elsewhere was armed: it sends)
         lost(s, "send failed");
@@ -134,8 +192,8 @@ bool QueuePair::on_writable(Stream &s, bool engine) {
     bool sent, drained = false;
     {
         std::lock_guard lk(s.mu);
-        sent = flush_tx(s);
-        drained = sent && take_drained(s);
+        sent = s.flush_tx();
+        drained = sent && s.take_drained();
     }
     if (!sent) {
         lost(s, "send failed");  // not under s.mu: lost() takes it
@@ -148,13 +206,13 @@ bool QueuePair::on_writable(Stream &s, bool engine) {
             responder_resume_.store(true);
             run_responder(ByteStream::Reader::kWaiter);
         } else {
-            resume_responder();
+            host_.resume_responder();
         }
     }
     return true;
 }
 
-void QueuePair::read_stream_if_free(Stream &s, ByteStream::Reader who) {
+void Progress::read_stream_if_free(QpStream &s, ByteStream::Reader who) {
     // Each stream's reader is a task (the peer's requests: the responder; their answers: the
     // completer). The streams are registered edge-triggered, so an event during another
     // thread's pass (a waiter's, a poller's) only arms the task, and that thread reads again
@@ -171,8 +229,8 @@ void QueuePair::read_stream_if_free(Stream &s, ByteStream::Reader who) {
     run_completer(who);
 }
 
-void QueuePair::run_completer(ByteStream::Reader who) {
-    Stream &s = req();
+void Progress::run_completer(ByteStream::Reader who) {
+    QpStream &s = req();
     while (completer_task_.finish()) {
         // Scheduled during the pass (the engine's EPOLLIN): read again, as no new edge comes for
         // what arrived since this pass's read looked. (A removed stream belongs to a connection
@@ -189,9 +247,9 @@ void QueuePair::run_completer(ByteStream::Reader who) {
     }
 }
 
-void QueuePair::run_responder(ByteStream::Reader who, bool owned) {
+void Progress::run_responder(ByteStream::Reader who, bool owned) {
     if (!owned && !responder_task_.schedule()) return;  // armed: its runner passes again
-    Stream &s = resp();
+    QpStream &s = resp();
     run_passes(responder_task_, [&] {
         bool go;
         {
@@ -200,7 +258,7 @@ void QueuePair::run_responder(ByteStream::Reader who, bool owned) {
             if (responder_resume_.exchange(false) && s.stalled) {
                 s.stalled = false;
                 s.drain_wait = false;
-                update_mask(s);
+                s.update_mask();
             }
             go = s.rx_on && !s.stalled && !conn_.closed();
         }
@@ -213,17 +271,16 @@ void QueuePair::run_responder(ByteStream::Reader who, bool owned) {
     });
 }
 
-void QueuePair::progress(Cq &cq, bool wait, int channel_fd) {
+void Progress::progress(Cq &cq, bool wait, int channel_fd) {
     // The peer's requests can produce a completion that cq's caller waits for only where cq
     // takes receive completions and a receive is posted: elsewhere the engine serves them.
-    RecvQueue *q = cfg_.srq ? cfg_.srq : &rq_;
-    bool recvs = &cq == cfg_.recv_cq && q->holds_recv();
+    bool recvs = &cq == recv_cq_ && receives_.holds_recv();
     if (wait) {
         drive(cq, channel_fd, recvs);
         return;
     }
     if (!conn_.established()) return;  // the handshake owns the streams until then
-    Stream &s = req();
+    QpStream &s = req();
     if (!completer_task_.try_own()) return;  // someone reads it already (a waiter asleep on cq)
     // Owning the completer, this thread is the only one that may sleep on cq (ProgressHook):
     // disarmed, its own pushes write no channel event.
@@ -258,9 +315,9 @@ void QueuePair::progress(Cq &cq, bool wait, int channel_fd) {
     if (armed) cq.arm();
 }
 
-void QueuePair::drive(Cq &cq, int channel_fd, bool serve) {
-    Stream &s = req();
-    Stream &r = resp();
+void Progress::drive(Cq &cq, int channel_fd, bool serve) {
+    QpStream &s = req();
+    QpStream &r = resp();
     // This thread runs the completer across its poll; the engine's events meanwhile only arm
     // it (read_stream_if_free), and this thread reads again before it lets go. Another
     // waiter's poll or a pass comes first: wait for its end.
@@ -338,9 +395,9 @@ void QueuePair::drive(Cq &cq, int channel_fd, bool serve) {
         drained_by_wait_.store(true, std::memory_order_relaxed);
 }
 
-void QueuePair::serve_requests(ByteStream::Reader who, bool owned, bool look) {
+void Progress::serve_requests(ByteStream::Reader who, bool owned, bool look) {
     if (!owned && !responder_task_.schedule()) return;  // armed: its runner reads them
-    Stream &r = resp();
+    QpStream &r = resp();
     bool go;
     {
         std::lock_guard lk(r.mu);
@@ -354,19 +411,19 @@ void QueuePair::serve_requests(ByteStream::Reader who, bool owned, bool look) {
     if (responder_.executed() != before) waiter_serves_.store(true, std::memory_order_relaxed);
 }
 
-void QueuePair::rewatch(Stream &s, bool taken) {
+void Progress::rewatch(QpStream &s, bool taken) {
     if (!taken && s.io->doorbell()) {
         s.io->pass_wake();
         return;
     }
     {
         std::lock_guard lk(s.mu);
-        update_mask(s);
+        s.update_mask();
     }
-    if (taken) schedule_park_check(check_at_, *engine_, weak_from_this());
+    if (taken) schedule_park_check(check_at_, engine_, self_);
 }
 
-void QueuePair::read_stream(Stream &s, ByteStream::Reader who) {
+void Progress::read_stream(QpStream &s, ByteStream::Reader who) {
     s.io->reader(who);
     Step st = s.answers_in ? completer_.read(*s.io, s.disc_rx) : responder_.read(*s.io, s.disc_rx);
     bool left = false;
@@ -394,7 +451,7 @@ void QueuePair::read_stream(Stream &s, ByteStream::Reader who) {
     finish_read(s, st);
 }
 
-void QueuePair::finish_read(Stream &s, Step st) {
+void Progress::finish_read(QpStream &s, Step st) {
     bool responder = !s.answers_in;
     if (st == Step::kFatal) {
         if (s.disc_rx) return;
@@ -408,7 +465,7 @@ void QueuePair::finish_read(Stream &s, Step st) {
             // that, may still wait on the answer stream (two streams, not one wire). Its reader
             // finds them and then that stream's end; a peer that never ends it loses the
             // connection when kLastAnswersWait passes (on_timer). (A reset ends it at once.)
-            Stream &a = req();
+            QpStream &a = req();
             bool open;
             {
                 std::lock_guard lk(a.mu);
@@ -418,10 +475,10 @@ void QueuePair::finish_read(Stream &s, Step st) {
                 {
                     std::lock_guard lk(s.mu);
                     s.rx_on = false;
-                    update_mask(s);
+                    s.update_mask();
                 }
                 Clock::time_point due = Clock::now() + kLastAnswersWait;
-                if (conn_.set_answers_due(due)) engine_->add_timer(due, weak_from_this());
+                if (conn_.set_answers_due(due)) engine_.add_timer(due, owner_);
                 return;
             }
         }
@@ -443,16 +500,34 @@ void QueuePair::finish_read(Stream &s, Step st) {
         std::lock_guard lk(s.mu);
         if (st == Step::kStall) {
             s.stalled = true;
-            retry = take_drained(s);  // the answers left since the request chose to wait
-            update_mask(s);
+            retry = s.take_drained();  // the answers left since the request chose to wait
+            s.update_mask();
         } else if (s.rx_on) {
             s.rx_on = false;  // end of this stream's input
-            update_mask(s);
+            s.update_mask();
         }
     }
     if (responder) responder_.absorb_queued_nak();
-    if (retry) resume_responder();
-    if (s.disc_rx) maybe_closed();
+    if (retry) host_.resume_responder();
+    if (s.disc_rx) host_.maybe_closed();
 }
 
+bool Progress::run_requester() {
+    if (!requester_task_.schedule()) return true;  // armed: its runner sends again
+    QpStream &s = req();
+    bool ok = true;
+    run_passes(requester_task_, [&] {
+        std::lock_guard lk(s.mu);
+        ok = s.flush_tx() && ok;  // an empty queue costs no system call
+        return true;
+    });
+    return ok;
+}
+
+bool Progress::answer_now() {
+    QpStream &s = resp();
+    std::lock_guard lk(s.mu);
+    if (responder_.ack_owed()) s.append_ack(responder_.take_ack());
+    return s.tx.empty() || s.flush_tx();
+}
 }  // namespace rpma::rc
