@@ -181,7 +181,7 @@ int QueuePair::post(ibv_send_wr &wr, const char *what) {
     return 0;
 }
 
-int QueuePair::post_send(prov::SendWr wr) {
+int QueuePair::post_send(prov::SendWr &&wr) {
     ibv_sge sge{};
     ibv_send_wr w{};
     w.wr_id = wr.wr_id;
@@ -234,7 +234,7 @@ int QueuePair::post_send(prov::SendWr wr) {
     return post(w, op_name(wr.op));
 }
 
-int QueuePair::post_recv(prov::RecvWr r) {
+int QueuePair::post_recv(prov::RecvWr &&r) {
     if (self_pid() != pid_) {
         RPMA_LOG_ERROR("the connection belongs to the parent process");
         return RPMA_E_PROVIDER;

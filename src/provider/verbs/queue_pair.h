@@ -33,8 +33,8 @@ class QueuePair final : public prov::QueuePair, public CmEventSink {
     int connect(const void *pdata, uint8_t pdata_len) override;
     int accept(std::unique_ptr<prov::IncomingRequest> req, const void *pdata,
                uint8_t pdata_len) override;
-    int post_send(prov::SendWr wr) override;
-    int post_recv(prov::RecvWr r) override;
+    int post_send(prov::SendWr &&wr) override;
+    int post_recv(prov::RecvWr &&r) override;
     int disconnect() override;
     void close() override;
     const std::vector<uint8_t> &remote_pdata() const noexcept override { return remote_pdata_; }
