@@ -131,7 +131,8 @@ bool Conn::fault_logged(const MrLocal *mr, const char *what) const {
 }
 
 bool Conn::len_refused(size_t len) const {
-    RPMA_LOG_ERROR("an operation moves at most %u bytes, not %zu", max_op_len_, len);
+    RPMA_LOG_ERROR("an operation moves at most %u bytes, not %zu", r_->peer->caps().max_op_length,
+                   len);
     return false;
 }
 

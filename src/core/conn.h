@@ -41,9 +41,7 @@ class Conn {
     // pdata_known: the peer's private data shows at once (a server's, which came with the
     // request); else from the ESTABLISHED event on (next_event).
     Conn(std::unique_ptr<ConnResources> r, bool pdata_known) noexcept
-        : r_(std::move(r)),
-          max_op_len_(r_->peer->caps().max_op_length),
-          pdata_shown_(pdata_known) {}
+        : r_(std::move(r)), pdata_shown_(pdata_known) {}
 
     Peer *peer() const noexcept { return r_->peer; }
     int event_fd() const noexcept { return r_->events->fd(); }
@@ -78,12 +76,13 @@ class Conn {
         return mr && (mr->peer() != r_->peer || (written && !mr->local_write())) &&
                fault_logged(mr, what);
     }
-    bool op_len_ok(size_t len) const { return len <= max_op_len_ || len_refused(len); }
+    bool op_len_ok(size_t len) const {
+        return len <= r_->peer->caps().max_op_length || len_refused(len);
+    }
     bool fault_logged(const MrLocal *mr, const char *what) const;
     bool len_refused(size_t len) const;
 
     std::unique_ptr<ConnResources> r_;
-    uint32_t max_op_len_;  // the device's, read once: the post path checks it per request
     std::atomic<bool> direct_write_to_pmem_{false};
     // As upstream, a client's connection shows the server's private data once the application
     // took ESTABLISHED: before, the engine may still be writing it.

@@ -6,22 +6,10 @@
 
 namespace rpma {
 
-int make_recv(Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64_t wr_id,
-              prov::RecvWr *out) {
-    out->wr_id = wr_id;
-    if (!dst) return 0;
-    if (offset > dst->size() || len > dst->size() - offset || len > peer->caps().max_op_length)
-        [[unlikely]] {
-        RPMA_LOG_ERROR("receive buffer [%zu, +%zu) outside the region of %zu bytes", offset, len,
-                       dst->size());
-        return RPMA_E_INVAL;
-    }
-    // Filled in place: a temporary would copy the region's shared_ptr once more per receive.
-    out->region = dst->region();
-    out->ptr = dst->ptr() + offset;
-    out->len = static_cast<uint32_t>(len);
-    out->usable = dst->local_write() && dst->peer() == peer;  // as a NIC checks the lkey
-    return 0;
+int recv_refused(const MrLocal *dst, size_t offset, size_t len) {
+    RPMA_LOG_ERROR("receive buffer [%zu, +%zu) outside the region of %zu bytes", offset, len,
+                   dst->size());
+    return RPMA_E_INVAL;
 }
 
 int Srq::create(Peer *peer, const SrqCfg &cfg, Srq **out) {

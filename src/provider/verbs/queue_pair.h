@@ -45,7 +45,6 @@ class QueuePair final : public prov::QueuePair, public CmEventSink {
     QueuePair(Domain &dom, const prov::QpAttr &attr) noexcept;
     // The QP on id_, the flush's read target, and the pump's routing. 0 or RPMA_E_PROVIDER.
     int setup(const prov::QpAttr &attr);
-    int post(ibv_send_wr &wr, const char *what);
 
     Domain &dom_;
     rdma_cm_id *id_ = nullptr;
