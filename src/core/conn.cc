@@ -95,43 +95,45 @@ int Conn::wait(int flags, prov::CompletionQueue **cq, bool *is_rcq) {
 
 namespace {
 
-bool local_range_ok(const MrLocal *mr, size_t off, size_t len, const char *what) {
-    if (!mr) return true;
-    if (off > mr->size() || len > mr->size() - off) {
-        RPMA_LOG_ERROR("%s range [%zu, +%zu) outside the local region of %zu bytes", what, off, len,
-                       mr->size());
-        return false;
-    }
-    return true;
+[[gnu::cold, gnu::noinline]] bool range_refused(const MrLocal *mr, size_t off, size_t len,
+                                                const char *what) {
+    RPMA_LOG_ERROR("%s range [%zu, +%zu) outside the local region of %zu bytes", what, off, len,
+                   mr->size());
+    return false;
+}
+
+// Inline: every post checks it; the log is out of line.
+inline bool local_range_ok(const MrLocal *mr, size_t off, size_t len, const char *what) {
+    return !mr || (off <= mr->size() && len <= mr->size() - off) ||
+           range_refused(mr, off, len, what);
+}
+
+// The request's local side, with no temporary shared_ptr: its count is atomic, paid per request.
+inline void set_local(prov::SendWr &wr, const MrLocal *mr, size_t off) {
+    if (!mr) return;
+    wr.local = mr->ptr() + off;
+    wr.local_region = mr->region();
 }
 
 }  // namespace
 
-// True when the NIC would refuse the lkey: a region of another peer (protection domain), or one
-// written into without LOCAL_WRITE. A local read needs no particular usage.
-bool Conn::local_fault(const MrLocal *mr, bool written, const char *what) const {
-    if (!mr) return false;
-    bool other_peer = mr->peer() != r_->peer;
-    if (other_peer || (written && !mr->local_write())) {
-        RPMA_LOG_WARNING(
-            "%s: the local region %s; the operation completes with "
-            "IBV_WC_LOC_PROT_ERR",
-            what,
-            other_peer ? "belongs to another peer"
-                       : "has no usage that allows local writes (READ_DST, WRITE_SRC, "
-                         "WRITE_DST or RECV)");
-        return true;
-    }
-    return false;
+// The NIC would refuse the lkey: a region of another peer (protection domain), or one written
+// into without LOCAL_WRITE (a local read needs no particular usage). Logs; always true.
+bool Conn::fault_logged(const MrLocal *mr, const char *what) const {
+    RPMA_LOG_WARNING(
+        "%s: the local region %s; the operation completes with "
+        "IBV_WC_LOC_PROT_ERR",
+        what,
+        mr->peer() != r_->peer ? "belongs to another peer"
+                               : "has no usage that allows local writes (READ_DST, WRITE_SRC, "
+                                 "WRITE_DST or RECV)");
+    return true;
 }
 
-bool Conn::op_len_ok(size_t len) const {
-    uint32_t max = r_->peer->caps().max_op_length;
-    if (len > max) {
-        RPMA_LOG_ERROR("an operation moves at most %u bytes, not %zu", max, len);
-        return false;
-    }
-    return true;
+bool Conn::len_refused(size_t len) const {
+    RPMA_LOG_ERROR("an operation moves at most %u bytes, not %zu", r_->peer->caps().max_op_length,
+                   len);
+    return false;
 }
 
 int Conn::read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off, size_t len,
@@ -142,8 +144,7 @@ int Conn::read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off
     wr.op = prov::WrOp::kRead;
     wr.wr_id = wr_id;
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
-    wr.local = dst ? dst->ptr() + dst_off : nullptr;
-    wr.local_region = dst ? dst->region() : nullptr;
+    set_local(wr, dst, dst_off);
     wr.local_fault = local_fault(dst, true, "read destination");
     wr.len = static_cast<uint32_t>(len);
     wr.raddr = src ? src->addr() + src_off : 0;
@@ -158,8 +159,7 @@ int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t 
     wr.op = imm ? prov::WrOp::kWriteImm : prov::WrOp::kWrite;
     wr.wr_id = wr_id;
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
-    wr.local = src ? src->ptr() + src_off : nullptr;
-    wr.local_region = src ? src->region() : nullptr;
+    set_local(wr, src, src_off);
     wr.local_fault = local_fault(src, false, "write source");
     wr.len = static_cast<uint32_t>(len);
     wr.raddr = dst ? dst->addr() + dst_off : 0;
@@ -222,8 +222,7 @@ int Conn::send(const MrLocal *src, size_t off, size_t len, int flags, uint64_t w
     wr.op = imm ? prov::WrOp::kSendImm : prov::WrOp::kSend;
     wr.wr_id = wr_id;
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
-    wr.local = src ? src->ptr() + off : nullptr;
-    wr.local_region = src ? src->region() : nullptr;
+    set_local(wr, src, off);
     wr.local_fault = local_fault(src, false, "send source");
     wr.len = static_cast<uint32_t>(len);
     wr.imm = imm ? *imm : 0;

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "common/fd_queue.h"
+#include "core/mr_local.h"
 #include "core/peer.h"
 #include "provider/provider.h"
 
@@ -70,8 +71,16 @@ class Conn {
     int recv(MrLocal *dst, size_t off, size_t len, uint64_t wr_id);
 
   private:
-    bool local_fault(const MrLocal *mr, bool written, const char *what) const;
-    bool op_len_ok(size_t len) const;
+    // The checks every post makes inline; each logs out of line, only when it fails.
+    bool local_fault(const MrLocal *mr, bool written, const char *what) const {
+        return mr && (mr->peer() != r_->peer || (written && !mr->local_write())) &&
+               fault_logged(mr, what);
+    }
+    bool op_len_ok(size_t len) const {
+        return len <= r_->peer->caps().max_op_length || len_refused(len);
+    }
+    bool fault_logged(const MrLocal *mr, const char *what) const;
+    bool len_refused(size_t len) const;
 
     std::unique_ptr<ConnResources> r_;
     std::atomic<bool> direct_write_to_pmem_{false};

@@ -41,10 +41,6 @@ MrLocal::~MrLocal() {
     peer_->unref();
 }
 
-bool MrLocal::local_write() const noexcept {
-    return usage() & kLocalWriteUsage;
-}
-
 void MrLocal::descriptor(void *out) const noexcept {
     MrDescriptor d{reinterpret_cast<uintptr_t>(region_->addr()), region_->size(), region_->rkey(),
                    static_cast<uint8_t>(region_->usage())};

@@ -8,6 +8,11 @@
 
 namespace rpma {
 
+// The usages upstream librpma registers with IBV_ACCESS_LOCAL_WRITE. A NIC checks local writes
+// against it; a local read needs only a region of the same protection domain.
+constexpr int kLocalWriteUsage =
+    RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_RECV;
+
 class MrLocal {
   public:
     // RPMA_E_PROVIDER, registering nothing, unless [ptr, ptr + size) is mapped, and writable
@@ -21,7 +26,7 @@ class MrLocal {
     size_t size() const noexcept { return region_->size(); }
     int usage() const noexcept { return region_->usage(); }
     // Registered with LOCAL_WRITE: this peer may write into it (read destination, receive).
-    bool local_write() const noexcept;
+    bool local_write() const noexcept { return usage() & kLocalWriteUsage; }
     void descriptor(void *out) const noexcept;
     int advise(size_t offset, size_t len, int advice, uint32_t flags) const;
 
@@ -36,10 +41,5 @@ constexpr int kAllUsage =
     RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC |
     RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY |
     RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT | RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV;
-
-// The usages upstream librpma registers with IBV_ACCESS_LOCAL_WRITE. A NIC checks local writes
-// against it; a local read needs only a region of the same protection domain.
-constexpr int kLocalWriteUsage =
-    RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_RECV;
 
 }  // namespace rpma

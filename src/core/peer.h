@@ -16,7 +16,7 @@ class Peer {
     ~Peer();
 
     prov::Domain &domain() noexcept { return *domain_; }
-    const prov::Caps &caps() const noexcept { return domain_->caps(); }
+    const prov::Caps &caps() const noexcept { return caps_; }
     // 0 if this process may use the peer's endpoints, requests and connections; in a forked
     // child once the parent started the engine: RPMA_E_PROVIDER, logged with `what`.
     int check_process(const char *what) const noexcept { return domain_->check_process(what); }
@@ -29,8 +29,10 @@ class Peer {
     int users() const noexcept { return users_.load(); }
 
   private:
-    explicit Peer(std::unique_ptr<prov::Domain> d) noexcept : domain_(std::move(d)) {}
+    explicit Peer(std::unique_ptr<prov::Domain> d) noexcept
+        : domain_(std::move(d)), caps_(domain_->caps()) {}
     std::unique_ptr<prov::Domain> domain_;
+    prov::Caps caps_;  // the domain's, fixed when it opens: posts read it without a virtual call
     std::atomic<int> users_{0};
 };
 

@@ -6,21 +6,10 @@
 
 namespace rpma {
 
-int make_recv(Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64_t wr_id,
-              prov::RecvWr *out) {
-    if (!dst) {
-        *out = prov::RecvWr{nullptr, nullptr, 0, wr_id};
-        return 0;
-    }
-    if (offset > dst->size() || len > dst->size() - offset || len > peer->caps().max_op_length) {
-        RPMA_LOG_ERROR("receive buffer [%zu, +%zu) outside the region of %zu bytes", offset, len,
-                       dst->size());
-        return RPMA_E_INVAL;
-    }
-    bool usable = dst->local_write() && dst->peer() == peer;  // as a NIC checks the lkey
-    *out =
-        prov::RecvWr{dst->region(), dst->ptr() + offset, static_cast<uint32_t>(len), wr_id, usable};
-    return 0;
+int recv_refused(const MrLocal *dst, size_t offset, size_t len) {
+    RPMA_LOG_ERROR("receive buffer [%zu, +%zu) outside the region of %zu bytes", offset, len,
+                   dst->size());
+    return RPMA_E_INVAL;
 }
 
 int Srq::create(Peer *peer, const SrqCfg &cfg, Srq **out) {

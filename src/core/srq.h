@@ -4,6 +4,7 @@
 #include <atomic>
 #include <memory>
 
+#include "core/mr_local.h"
 #include "core/peer.h"
 #include "provider/provider.h"
 
@@ -35,8 +36,24 @@ class Srq {
     std::atomic<int> users_{0};
 };
 
-// Builds the receive described by (dst, offset, len) after checking it fits the region.
-int make_recv(Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64_t wr_id,
-              prov::RecvWr *out);
+// Logs why a receive does not fit its region: RPMA_E_INVAL.
+int recv_refused(const MrLocal *dst, size_t offset, size_t len);
+
+// Builds the receive described by (dst, offset, len) after checking it fits the region. Inline:
+// every receive posts through it.
+inline int make_recv(Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64_t wr_id,
+                     prov::RecvWr *out) {
+    out->wr_id = wr_id;
+    if (!dst) return 0;
+    if (offset > dst->size() || len > dst->size() - offset || len > peer->caps().max_op_length)
+        [[unlikely]]
+        return recv_refused(dst, offset, len);
+    // Filled in place: a temporary would copy the region's shared_ptr once more per receive.
+    out->region = dst->region();
+    out->ptr = dst->ptr() + offset;
+    out->len = static_cast<uint32_t>(len);
+    out->usable = dst->local_write() && dst->peer() == peer;  // as a NIC checks the lkey
+    return 0;
+}
 
 }  // namespace rpma

@@ -150,8 +150,8 @@ class QueuePair {
                        uint8_t pdata_len) = 0;
     // 0, or RPMA_E_PROVIDER (a forked child; a full receive queue). A request that cannot
     // be carried out still returns 0 and completes with an error status in its turn.
-    virtual int post_send(SendWr wr) = 0;
-    virtual int post_recv(RecvWr r) = 0;
+    virtual int post_send(SendWr &&wr) = 0;
+    virtual int post_recv(RecvWr &&r) = 0;
     virtual int disconnect() = 0;
     // Ends the queue pair (the peer sees CLOSED if it was established). Once it returns the
     // provider touches neither the CQs nor the event queue nor any receive buffer.

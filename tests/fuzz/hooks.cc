@@ -98,20 +98,20 @@ void QueuePair::post_requests(QueuePair &qp, const std::shared_ptr<Region> &regi
     w.len = 16;
     w.local = local;
     w.op = prov::WrOp::kWrite;
-    qp.post_send(w);
+    qp.post_send(prov::SendWr(w));
     w.op = prov::WrOp::kRead;
     w.local_region = region;
     w.local = region ? region->addr() : nullptr;
-    qp.post_send(w);
+    qp.post_send(prov::SendWr(w));
     w.op = prov::WrOp::kFlush;
-    qp.post_send(w);
+    qp.post_send(prov::SendWr(w));
     w.op = prov::WrOp::kSend;
     w.local = local;
-    qp.post_send(w);
+    qp.post_send(prov::SendWr(w));
     w.op = prov::WrOp::kRead;
     w.len = 2048;
     w.local = region ? region->addr() : nullptr;
-    qp.post_send(w);
+    qp.post_send(prov::SendWr(w));
 }
 
 int Listener::fuzz_hello(Engine *engine, const uint8_t *data, size_t size) {

@@ -274,7 +274,7 @@ TEST_F(RcEngineTest, UnsignaledCompleteSilentlyInOrder) {
     for (uint64_t i = 1; i <= 4; ++i) {
         auto w = wr(prov::WrOp::kWrite, i, i * 16, 16, i * 16);
         w.signaled = i == 4;
-        ASSERT_EQ(client_.qp->post_send(w), 0);
+        ASSERT_EQ(client_.qp->post_send(prov::SendWr(w)), 0);
     }
     ibv_wc wc;
     ASSERT_TRUE(next_wc(client_, &wc));
@@ -393,7 +393,7 @@ TEST_F(RcEngineTest, ThreadsServingAtOnceRunTheResponderOneAtATime) {
 TEST_F(RcEngineTest, AtomicWriteStoresTheValue) {
     auto w = wr(prov::WrOp::kAtomicWrite, 3, 0, 8, 64);
     w.value = 0x1122334455667788ull;
-    ASSERT_EQ(client_.qp->post_send(w), 0);
+    ASSERT_EQ(client_.qp->post_send(prov::SendWr(w)), 0);
     ibv_wc wc;
     ASSERT_TRUE(next_wc(client_, &wc));
     EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
@@ -412,7 +412,7 @@ TEST_F(RcEngineTest, MisalignedAtomicWriteIsAnInvalidRequest) {
 TEST_F(RcEngineTest, BadRkeyNaksAndFlushesTheRest) {
     auto bad = wr(prov::WrOp::kWrite, 1, 0, 64, 0);
     bad.rkey ^= 0x5a5a5a5a;
-    ASSERT_EQ(client_.qp->post_send(bad), 0);
+    ASSERT_EQ(client_.qp->post_send(prov::SendWr(bad)), 0);
     ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kWrite, 2, 0, 64, 0)), 0);
     ibv_wc wc;
     ASSERT_TRUE(next_wc(client_, &wc));
@@ -441,7 +441,7 @@ TEST_F(RcEngineTest, FlushNeedsTheUsage) {
     auto region = server_.mrs.add(server_.mem.data(), 4096, RPMA_MR_USAGE_WRITE_DST);
     auto w = wr(prov::WrOp::kFlush, 5, 0, 64, 0);
     w.rkey = region->rkey();
-    ASSERT_EQ(client_.qp->post_send(w), 0);
+    ASSERT_EQ(client_.qp->post_send(prov::SendWr(w)), 0);
     ibv_wc wc;
     ASSERT_TRUE(next_wc(client_, &wc));
     EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
@@ -492,7 +492,7 @@ TEST_F(RcEngineTest, SendWithImmediateCarriesIt) {
     ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 64)), 0);
     auto w = wr(prov::WrOp::kSendImm, 11, 0, 8, 0);
     w.imm = 0xabcd;
-    ASSERT_EQ(client_.qp->post_send(w), 0);
+    ASSERT_EQ(client_.qp->post_send(prov::SendWr(w)), 0);
     ibv_wc wc;
     ASSERT_TRUE(next_wc(server_, &wc));
     EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
@@ -504,7 +504,7 @@ TEST_F(RcEngineTest, WriteWithImmediateWaitsForAReceiveThenDelivers) {
     std::memset(client_.mem.data(), 'i', 32);
     auto w = wr(prov::WrOp::kWriteImm, 11, 0, 32, 512);
     w.imm = 0x1234;
-    ASSERT_EQ(client_.qp->post_send(w), 0);
+    ASSERT_EQ(client_.qp->post_send(prov::SendWr(w)), 0);
     EXPECT_TRUE(no_wc(server_));  // RNR: nothing placed, nothing completes
     EXPECT_EQ(server_.mem[512], 0);
     ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 0)), 0);
@@ -550,7 +550,7 @@ TEST_F(RcEngineTest, InitiatorCompletionsCarryLengthAndImmediateFlag) {
         SCOPED_TRACE(id);
         auto w = wr(c.op, id, 0, c.len, 4096);
         w.imm = 7;
-        ASSERT_EQ(client_.qp->post_send(w), 0);
+        ASSERT_EQ(client_.qp->post_send(prov::SendWr(w)), 0);
         ibv_wc wc;
         ASSERT_TRUE(next_wc(client_, &wc));
         EXPECT_EQ(wc.wr_id, id++);
@@ -567,7 +567,7 @@ TEST_F(RcEngineTest, RefusedWriteWithImmediateTakesNoReceive) {
     ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 0)), 0);
     auto w = wr(prov::WrOp::kWriteImm, 11, 0, 32, 0);
     w.rkey = 0xdead;
-    ASSERT_EQ(client_.qp->post_send(w), 0);
+    ASSERT_EQ(client_.qp->post_send(prov::SendWr(w)), 0);
     ibv_wc wc;
     ASSERT_TRUE(next_wc(client_, &wc));
     EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
@@ -601,7 +601,7 @@ TEST_F(RcEngineTest, AReplyNeverCompletesBeforeTheMessageItAnswers) {
     reply.local = server_.mem.data() + 200;
     reply.len = 8;
     reply.local_region = server_.region;
-    ASSERT_EQ(server_.qp->post_send(reply), 0);
+    ASSERT_EQ(server_.qp->post_send(prov::SendWr(reply)), 0);
     // the client reads the server's request (the reply) before the server's ACK
     ASSERT_TRUE(next_wc(client_, &wc, true));
     EXPECT_EQ(wc.wr_id, 11u) << "the reply's RECV came before the SEND completion";
@@ -612,7 +612,7 @@ TEST_F(RcEngineTest, AReplyNeverCompletesBeforeTheMessageItAnswers) {
 TEST_F(RcEngineTest, LocalFaultCompletesWithLocalProtectionError) {
     auto w = wr(prov::WrOp::kWrite, 4, 0, 64, 0);
     w.local_fault = true;
-    ASSERT_EQ(client_.qp->post_send(w), 0);
+    ASSERT_EQ(client_.qp->post_send(prov::SendWr(w)), 0);
     ibv_wc wc;
     ASSERT_TRUE(next_wc(client_, &wc));
     EXPECT_EQ(wc.status, IBV_WC_LOC_PROT_ERR);

@@ -132,11 +132,11 @@ TEST_F(QpTest, PostSendFails) {
     prov::SendWr wr;
     wr.op = prov::WrOp::kWrite;
     fake::fail("ibv_post_send", ENOMEM);
-    EXPECT_EQ(qp_->post_send(wr), RPMA_E_PROVIDER);
+    EXPECT_EQ(qp_->post_send(prov::SendWr(wr)), RPMA_E_PROVIDER);
     EXPECT_TRUE(logged_error("ibv_post_send(write, 0 bytes)", "(the send queue is full)"));
     fake::fail("ibv_post_send", EINVAL);
     wr.op = prov::WrOp::kSend;
-    EXPECT_EQ(qp_->post_send(wr), RPMA_E_PROVIDER);
+    EXPECT_EQ(qp_->post_send(prov::SendWr(wr)), RPMA_E_PROVIDER);
     EXPECT_TRUE(logged_error("ibv_post_send(send, 0 bytes)", std::strerror(EINVAL)));
 }
 
@@ -153,7 +153,7 @@ TEST_F(QpTest, FlushReadsIntoItsOwnRegion) {
     wr.op = prov::WrOp::kFlush;
     wr.raddr = 0x1000;
     wr.rkey = 77;
-    ASSERT_EQ(qp_->post_send(wr), 0);
+    ASSERT_EQ(qp_->post_send(prov::SendWr(wr)), 0);
     EXPECT_EQ(fake::seen().send_wr.opcode, IBV_WR_RDMA_READ);
     EXPECT_EQ(fake::seen().send_sge.length, 8u);
     EXPECT_NE(fake::seen().send_sge.lkey, 0u);
@@ -165,7 +165,7 @@ TEST_F(QpTest, AtomicWriteIsAFencedInlineWrite) {
     prov::SendWr wr;
     wr.op = prov::WrOp::kAtomicWrite;
     wr.value = 0x1122334455667788;
-    ASSERT_EQ(qp_->post_send(wr), 0);
+    ASSERT_EQ(qp_->post_send(prov::SendWr(wr)), 0);
     EXPECT_EQ(fake::seen().send_wr.opcode, IBV_WR_RDMA_WRITE);
     EXPECT_EQ(fake::seen().send_wr.send_flags & (IBV_SEND_INLINE | IBV_SEND_FENCE),
               static_cast<unsigned>(IBV_SEND_INLINE | IBV_SEND_FENCE));

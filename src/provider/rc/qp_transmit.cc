@@ -9,7 +9,7 @@
 
 namespace rpma::rc {
 
-int QueuePair::post_send(prov::SendWr wr) {
+int QueuePair::post_send(prov::SendWr &&wr) {
     // In a forked child the sockets are the parent's: a frame from here would corrupt its stream.
     if (int ret = engine_->check_process("the connection")) return ret;
     std::unique_lock lk(sq_mu_);
@@ -49,7 +49,7 @@ int QueuePair::post_send(prov::SendWr wr) {
     return 0;
 }
 
-int QueuePair::post_recv(prov::RecvWr r) {
+int QueuePair::post_recv(prov::RecvWr &&r) {
     if (int ret = engine_->check_process("the connection")) return ret;
     if (cfg_.srq) {
         RPMA_LOG_ERROR("the connection receives through a shared RQ; use rpma_srq_recv");

@@ -88,8 +88,8 @@ class QueuePair : public prov::QueuePair,
     uint32_t qp_num() const noexcept override { return qp_num_; }
 
     // All fail with RPMA_E_PROVIDER in a forked child: the connection is the parent's.
-    int post_send(prov::SendWr wr) override;
-    int post_recv(prov::RecvWr r) override;
+    int post_send(prov::SendWr &&wr) override;
+    int post_recv(prov::RecvWr &&r) override;
     int disconnect() override;
     // Unhooks from the engine and the CQ; once it returns no engine callback touches this
     // object.

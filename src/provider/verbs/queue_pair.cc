@@ -55,6 +55,19 @@ const char *op_name(prov::WrOp op) {
     return "?";
 }
 
+// The post path's failures, logged out of line: RPMA_E_PROVIDER.
+[[gnu::cold]] int foreign_post() {
+    RPMA_LOG_ERROR("the connection belongs to the parent process");
+    return RPMA_E_PROVIDER;
+}
+
+[[gnu::cold]] int send_failed(const ibv_send_wr &wr, prov::WrOp op, int err) {
+    RPMA_LOG_ERROR("ibv_post_send(%s, %u bytes): %s%s", op_name(op),
+                   wr.num_sge ? wr.sg_list->length : 0, std::strerror(err),
+                   err == ENOMEM ? " (the send queue is full)" : "");
+    return RPMA_E_PROVIDER;
+}
+
 }  // namespace
 
 QueuePair::QueuePair(Domain &dom, const prov::QpAttr &attr) noexcept
@@ -166,22 +179,9 @@ int QueuePair::accept(std::unique_ptr<prov::IncomingRequest>, const void *pdata,
     return 0;
 }
 
-int QueuePair::post(ibv_send_wr &wr, const char *what) {
-    if (self_pid() != pid_) {
-        RPMA_LOG_ERROR("the connection belongs to the parent process");
-        return RPMA_E_PROVIDER;
-    }
-    ibv_send_wr *bad = nullptr;
-    if (int err = ibv_post_send(id_->qp, &wr, &bad)) {
-        RPMA_LOG_ERROR("ibv_post_send(%s, %u bytes): %s%s", what,
-                       wr.num_sge ? wr.sg_list->length : 0, std::strerror(err),
-                       err == ENOMEM ? " (the send queue is full)" : "");
-        return RPMA_E_PROVIDER;
-    }
-    return 0;
-}
-
-int QueuePair::post_send(prov::SendWr wr) {
+int QueuePair::post_send(prov::SendWr &&wr) {
+    if (self_pid() != pid_) [[unlikely]]
+        return foreign_post();
     ibv_sge sge{};
     ibv_send_wr w{};
     w.wr_id = wr.wr_id;
@@ -231,19 +231,20 @@ int QueuePair::post_send(prov::SendWr wr) {
             w.num_sge = 1;
             break;
     }
-    return post(w, op_name(wr.op));
+    ibv_send_wr *bad = nullptr;
+    if (int err = ibv_post_send(id_->qp, &w, &bad)) [[unlikely]]
+        return send_failed(w, wr.op, err);
+    return 0;
 }
 
-int QueuePair::post_recv(prov::RecvWr r) {
-    if (self_pid() != pid_) {
-        RPMA_LOG_ERROR("the connection belongs to the parent process");
-        return RPMA_E_PROVIDER;
-    }
+int QueuePair::post_recv(prov::RecvWr &&r) {
+    if (self_pid() != pid_) [[unlikely]]
+        return foreign_post();
     ibv_sge sge;
     ibv_recv_wr wr;
     fill_recv(r, &sge, &wr);
     ibv_recv_wr *bad = nullptr;
-    if (int err = ibv_post_recv(id_->qp, &wr, &bad)) {
+    if (int err = ibv_post_recv(id_->qp, &wr, &bad)) [[unlikely]] {
         RPMA_LOG_ERROR("ibv_post_recv: %s%s", std::strerror(err),
                        err == ENOMEM ? " (the receive queue is full)" : "");
         return RPMA_E_PROVIDER;

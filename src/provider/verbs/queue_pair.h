@@ -33,8 +33,8 @@ class QueuePair final : public prov::QueuePair, public CmEventSink {
     int connect(const void *pdata, uint8_t pdata_len) override;
     int accept(std::unique_ptr<prov::IncomingRequest> req, const void *pdata,
                uint8_t pdata_len) override;
-    int post_send(prov::SendWr wr) override;
-    int post_recv(prov::RecvWr r) override;
+    int post_send(prov::SendWr &&wr) override;
+    int post_recv(prov::RecvWr &&r) override;
     int disconnect() override;
     void close() override;
     const std::vector<uint8_t> &remote_pdata() const noexcept override { return remote_pdata_; }
@@ -45,7 +45,6 @@ class QueuePair final : public prov::QueuePair, public CmEventSink {
     QueuePair(Domain &dom, const prov::QpAttr &attr) noexcept;
     // The QP on id_, the flush's read target, and the pump's routing. 0 or RPMA_E_PROVIDER.
     int setup(const prov::QpAttr &attr);
-    int post(ibv_send_wr &wr, const char *what);
 
     Domain &dom_;
     rdma_cm_id *id_ = nullptr;

@@ -18,15 +18,6 @@ namespace {
     nullptr, nullptr, [] { g_self_pid.store(::getpid(), std::memory_order_relaxed); });
 }  // namespace
 
-void fill_recv(const prov::RecvWr &r, ibv_sge *sge, ibv_recv_wr *wr) noexcept {
-    *wr = ibv_recv_wr{};
-    wr->wr_id = r.wr_id;
-    if (!r.region) return;
-    *sge = ibv_sge{reinterpret_cast<uintptr_t>(r.ptr), r.len, lkey_of(r.region.get())};
-    wr->sg_list = sge;
-    wr->num_sge = 1;
-}
-
 int SharedRecvQueue::create(ibv_pd *pd, uint32_t size,
                             std::unique_ptr<prov::SharedRecvQueue> *out) {
     ibv_srq_init_attr attr{};

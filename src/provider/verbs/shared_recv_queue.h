@@ -25,7 +25,15 @@ class SharedRecvQueue final : public prov::SharedRecvQueue {
 };
 
 // The scatter entry of a receive, and the work request naming it (num_sge 0 without a buffer).
-void fill_recv(const prov::RecvWr &r, ibv_sge *sge, ibv_recv_wr *wr) noexcept;
+// Inline: every receive posts through it.
+inline void fill_recv(const prov::RecvWr &r, ibv_sge *sge, ibv_recv_wr *wr) noexcept {
+    *wr = ibv_recv_wr{};
+    wr->wr_id = r.wr_id;
+    if (!r.region) return;
+    *sge = ibv_sge{reinterpret_cast<uintptr_t>(r.ptr), r.len, r.region->lkey()};
+    wr->sg_list = sge;
+    wr->num_sge = 1;
+}
 
 // This process's id, as getpid() says, without its system call: every post asks (a forked child
 // must not post on the parent's queues), so it is cached and refreshed in a child by a fork
