@@ -7,6 +7,7 @@ PACKAGES=(
     libfabric-dev libfabric-bin   # bench/fabric_peer.c (tcp provider), fi_info
     ucx-utils                     # ucx_perftest (UCX_TLS=tcp)
     iperf3                        # a second opinion on raw TCP bandwidth
+    liburing-dev                  # tcp_peer lat --server uring* (bench/tcp_peer_uring.c)
     python3-matplotlib            # run.py --plot (docs/performance.svg)
     pkg-config
 )

@@ -12,9 +12,20 @@
  *                                                     once all have come: the floor for an
  *                                                     operation a program posts as M requests
  *                                                     (rpma's write + flush: M = 2)
+ *                [--server MODE]                     how the server waits (lat only):
+ *                                                     block  blocking recv (the default)
+ *                                                     epoll  rpma's engine: epoll_wait on the
+ *                                                            socket (EPOLLET), then recv until a
+ *                                                            short read or EAGAIN
+ *                                                     uring, uring-link, uring-plain,
+ *                                                     uring-fixed, uring-pollfirst,
+ *                                                     uring-multishot, uring-sqpoll, uring-poll
+ *                                                            io_uring, where liburing was found
+ *                                                            at build time (tcp_peer_uring.c)
  * --spin makes the client poll recv(MSG_DONTWAIT) instead of blocking in recv; the server blocks
  * either way (as rpma's target side, a progress thread in epoll, does). TCP_NODELAY on both ends.
- * Prints one JSON object; for bw, server_cpu_s is the server's whole CPU time (user + sys).
+ * Prints one JSON object (with "server" only where --server was given); for bw, and for lat with
+ * --server, server_cpu_s is the server's whole CPU time (user + sys).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -27,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -35,6 +47,9 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#ifdef TCP_PEER_URING
+#include "tcp_peer_uring.h"
+#endif
 
 struct opts {
     bool bw;
@@ -42,7 +57,9 @@ struct opts {
     double time_s;
     int port;
     bool spin;
-    int messages; /* lat: writes per round trip */
+    int messages;       /* lat: writes per round trip */
+    const char *server; /* lat: --server MODE, NULL for the default (block) */
+    int cpu_pipe[2];    /* lat with --server: the server's CPU time, sent at its end */
 };
 
 static void die(const char *what) {
@@ -108,6 +125,38 @@ static bool read_all(int fd, void *buf, size_t len, bool spin) {
     return true;
 }
 
+/* rpma's engine thread: an EPOLLET wake-up, then recv until a short read or EAGAIN */
+static void serve_epoll(int fd, size_t want, size_t answer) {
+    size_t bufsz = want > 65536 ? want : 65536, got = 0;
+    char *buf = malloc(bufsz);
+    int ep = epoll_create1(0);
+    if (!buf || ep < 0) die("epoll server");
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET};
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)) die("epoll_ctl");
+    for (bool eof = false; !eof;) {
+        if (epoll_wait(ep, &ev, 1, -1) < 0) {
+            if (errno == EINTR) continue;
+            die("epoll_wait");
+        }
+        for (;;) {
+            size_t room = bufsz - got;
+            ssize_t n = recv(fd, buf + got, room, MSG_DONTWAIT);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+            if (n < 0) die("recv");
+            if (n == 0) eof = true;
+            got += (size_t)n;
+            if ((size_t)n < room) break; /* a short read drained the socket */
+        }
+        for (; got >= want; got -= want) {
+            write_all(fd, buf, answer);
+            memmove(buf, buf + want, got - want);
+        }
+    }
+    close(ep);
+    free(buf);
+}
+
 static void server(int lfd, const struct opts *o) {
     int fd = accept(lfd, NULL, NULL);
     if (fd < 0) die("accept");
@@ -129,6 +178,12 @@ static void server(int lfd, const struct opts *o) {
         /* the client half-closed: tell it how much arrived, and our CPU time */
         uint64_t reply[2] = {total, bench_cpu_ns()};
         write_all(fd, reply, sizeof(reply));
+    } else if (o->server && !strcmp(o->server, "epoll")) {
+        serve_epoll(fd, o->size * (size_t)o->messages, o->size);
+    } else if (o->server && strcmp(o->server, "block")) {
+#ifdef TCP_PEER_URING
+        if (uring_serve(fd, o->server, o->size * (size_t)o->messages, o->size)) die(o->server);
+#endif
     } else {
         /* one read takes every message that has come, as a server reading frames does */
         while (read_all(fd, buf, o->size * (size_t)o->messages, false)) write_all(fd, buf, o->size);
@@ -179,15 +234,18 @@ static int client(const struct opts *o) {
     }
     uint64_t cpu1 = bench_cpu_ns();
     close(fd);
+    if (o->cpu_pipe[0] >= 0 && read(o->cpu_pipe[0], &server_cpu, sizeof(server_cpu)) > 0)
+        server_cpu_known = true;
     double secs = (double)(t1 - t0) / 1e9;
     printf(
         "{\"peer\":\"tcp\",\"test\":\"%s\",\"size\":%zu,\"spin\":%s,\"messages\":%d,"
         "\"ops\":%llu,\"seconds\":%.6f,\"bw_bytes_per_s\":%.1f,\"rate\":%.1f,",
         o->bw ? "bw" : "lat", o->size, o->spin ? "true" : "false", o->messages,
         (unsigned long long)ops, secs, (double)ops * (double)o->size / secs, (double)ops / secs);
+    if (o->server) printf("\"server\":\"%s\",", o->server);
     bench_lat_json(stdout, &lat);
     printf(",\"client_cpu_s\":%.4f", (double)(cpu1 - cpu0) / 1e9);
-    /* bw: the server's whole CPU time (it does nothing before the stream but accept) */
+    /* the server's whole CPU time (it does nothing before the stream but accept) */
     if (server_cpu_known)
         printf(",\"server_cpu_s\":%.4f}\n", (double)server_cpu / 1e9);
     else
@@ -197,12 +255,23 @@ static int client(const struct opts *o) {
     return 0;
 }
 
+/* lat's servers: block, epoll, and the io_uring ones where liburing was found */
+static bool server_known(const char *mode, bool bw) {
+    if (bw) return false;
+    if (!strcmp(mode, "block") || !strcmp(mode, "epoll")) return true;
+#ifdef TCP_PEER_URING
+    return uring_server_known(mode);
+#else
+    return false;
+#endif
+}
+
 int main(int argc, char *argv[]) {
     struct opts o = {.size = 8, .time_s = 3, .port = 47700, .messages = 1};
     if (argc < 2 || (strcmp(argv[1], "bw") && strcmp(argv[1], "lat"))) {
         fprintf(stderr,
                 "usage: tcp_peer bw|lat [--size N] [--time S] [--port P] [--spin] "
-                "[--messages M]\n");
+                "[--messages M] [--server MODE]\n");
         return 2;
     }
     o.bw = strcmp(argv[1], "bw") == 0;
@@ -217,6 +286,8 @@ int main(int argc, char *argv[]) {
             o.port = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--messages"))
             o.messages = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--server"))
+            o.server = argv[++i];
         else {
             fprintf(stderr, "tcp_peer: unknown argument %s\n", argv[i]);
             return 2;
@@ -227,8 +298,15 @@ int main(int argc, char *argv[]) {
         fprintf(stderr, "tcp_peer: --size and --time must be positive, --messages 1..64 (lat)\n");
         return 2;
     }
+    if (o.server && !server_known(o.server, o.bw)) {
+        fprintf(stderr, "tcp_peer: --server %s: not a server of %s in this build\n", o.server,
+                argv[1]);
+        return 2;
+    }
     alarm((unsigned)o.time_s + 60);
     signal(SIGPIPE, SIG_IGN);
+    o.cpu_pipe[0] = o.cpu_pipe[1] = -1;
+    if (o.server && pipe(o.cpu_pipe)) die("pipe");
     int lfd = listen_on(&o.port);
     fflush(stdout);
     pid_t pid = fork();
@@ -236,9 +314,12 @@ int main(int argc, char *argv[]) {
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         server(lfd, &o);
+        uint64_t cpu = bench_cpu_ns();
+        if (o.cpu_pipe[1] >= 0) write_all(o.cpu_pipe[1], &cpu, sizeof(cpu));
         _exit(0);
     }
     close(lfd);
+    if (o.server) close(o.cpu_pipe[1]);
     int rc = client(&o);
     int st = 0;
     waitpid(pid, &st, 0);

@@ -10,6 +10,7 @@ PACKAGES=(
     libibverbs-dev librdmacm-dev         # librpma.h's verbs types; the verbs provider
     libgtest-dev libgmock-dev            # unit tests
     libbenchmark-dev                     # bench/
+    liburing-dev                         # bench/tcp_peer's io_uring servers (bench.run_py_smoke)
     clang                                # clang-format, clang builds
     iproute2 procps                      # ip, ss, ps, pgrep in integration tests
     iptables                             # network cuts inside test namespaces (tests/hardening)
