@@ -87,7 +87,7 @@ void QueuePair::fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, FdQueue<rpma_con
     for (int i = 0; i < 64; ++i) {
         std::lock_guard rl(in.rx_mu);
         qp->progress_.read_stream(in);
-        if (qp->conn_.state() == Cm::kDone || in.disc_rx || in.stalled) break;
+        if (qp->conn_.state() == Cm::kDone || in.disc_rx || in.stalled()) break;
     }
     drain(cq, events);
 }

@@ -97,7 +97,7 @@ struct QpTestAccess {
             bool readable;
             {
                 std::lock_guard lk(s->mu);
-                readable = s->rx_on && !s->stalled;
+                readable = s->rx_on && !s->stalled();
             }
             if (readable) read_answers(qp);
         }
@@ -156,7 +156,7 @@ struct QpTestAccess {
     }
     static bool stalled(QueuePair &qp) {
         std::lock_guard lk(progress(qp).resp().mu);
-        return progress(qp).resp().stalled;
+        return progress(qp).resp().stalled();
     }
     // Reads the peer's requests only, as the engine's responder does (or arms its runner).
     static void serve(QueuePair &qp) { progress(qp).run_responder(ByteStream::Reader::kWaiter); }

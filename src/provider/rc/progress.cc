@@ -153,7 +153,7 @@ void Progress::stream_events(QpStream &s, uint32_t events, ByteStream::Reader wh
         bool stalled;
         {
             std::lock_guard lk(s.mu);  // a waiting thread may run the responder
-            stalled = s.stalled;
+            stalled = s.stalled();
         }
         if (stalled && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
             // The stalled request hides what follows it. A Disconnect on the other stream and
@@ -255,12 +255,11 @@ void Progress::run_responder(ByteStream::Reader who, bool owned) {
         {
             std::lock_guard lk(s.mu);
             // a resume re-runs the stalled request (RNR, answers drained, the completer)
-            if (responder_resume_.exchange(false) && s.stalled) {
-                s.stalled = false;
-                s.drain_wait = false;
+            if (responder_resume_.exchange(false) && s.stalled()) {
+                s.stall = QpStream::Stall::kNone;
                 s.update_mask();
             }
-            go = s.rx_on && !s.stalled && !conn_.closed();
+            go = s.rx_on && !s.stalled() && !conn_.closed();
         }
         if (go) {
             // never contended but by the engine's try_lock (spin, rearm)
@@ -347,7 +346,7 @@ void Progress::drive(Cq &cq, int channel_fd, bool serve) {
     if (r_own) {
         {
             std::lock_guard lk(r.mu);
-            serve = r.key != 0 && r.rx_on && !r.stalled;
+            serve = r.key != 0 && r.rx_on && !r.stalled();
             p[2].fd = r.fd.get();
         }
         if (!serve) serve_requests(ByteStream::Reader::kWaiter, true, false);
@@ -401,7 +400,7 @@ void Progress::serve_requests(ByteStream::Reader who, bool owned, bool look) {
     bool go;
     {
         std::lock_guard lk(r.mu);
-        go = look && r.key && r.rx_on && !r.stalled;  // a stalled request waits for its resume
+        go = look && r.key && r.rx_on && !r.stalled();  // a stalled request waits for its resume
     }
     // where application threads serve them, requests do not wake the engine as well
     if (go && waiter_serves_.load(std::memory_order_relaxed) && r.take()) rewatch(r, true);
@@ -499,7 +498,7 @@ void Progress::finish_read(QpStream &s, Step st) {
     if (st == Step::kStall || st == Step::kStop) {
         std::lock_guard lk(s.mu);
         if (st == Step::kStall) {
-            s.stalled = true;
+            if (s.stall == QpStream::Stall::kNone) s.stall = QpStream::Stall::kResume;
             retry = s.take_drained();  // the answers left since the request chose to wait
             s.update_mask();
         } else if (s.rx_on) {

@@ -37,7 +37,8 @@ void QueuePair::close() {
                 s->tx.push(TxItem{h, nullptr, 0, nullptr});
             }
             s->rx_on = s->key != 0;
-            s->stalled = false;  // from now on the peer's input is only drained, by the engine
+            s->stall = QpStream::Stall::kNone;  // from now on the peer's input is only drained, by
+                                                // the engine
             s->sleeper = Stream::Sleeper::kEngine;
             if (s->flush_tx() && s->tx.empty()) {
                 s->io->shutdown(SHUT_WR);

@@ -19,7 +19,7 @@ void QpStream::update_mask() {
     if (!key) return;
     uint32_t m = 0;
     bool taken = sleeper.load() != Sleeper::kEngine;  // a thread reads it
-    if (rx_on) m |= stalled || taken ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
+    if (rx_on) m |= stalled() || taken ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP;
     // A doorbell is all of a shm stream's readiness: while a thread has it, the engine leaves it
     // to that thread, unless it waits for room itself (the end of the peer's process still
     // comes through the control socket: tcp::QueuePair::on_events).
@@ -120,8 +120,8 @@ bool QpStream::answers_block(bool modifies) const noexcept {
 }
 
 bool QpStream::take_drained() noexcept {
-    if (!drain_wait || answers_block(true)) return false;
-    drain_wait = false;
+    if (stall != Stall::kAnswers || answers_block(true)) return false;
+    stall = Stall::kResume;
     return true;
 }
 

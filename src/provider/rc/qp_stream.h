@@ -37,8 +37,6 @@ struct QpStream {
     std::unique_ptr<ByteStream> owned_io;  // io, when the queue pair owns it
     uint64_t key = 0;
     bool answers_in = false;  // we send our requests here and read their answers
-    // rx: whoever holds rx_mu (the frames: the completer or the responder)
-    bool stalled = false;  // a request waits: a receive, the peer's answer or our answers
     // under mu (its reader and flush_tx both set them): what ended the stream, for the log
     const char *why = nullptr;
     bool peer_end = false;             // why: the peer's kernel ended it (its process is gone)
@@ -50,7 +48,12 @@ struct QpStream {
     bool want_out = false;
     bool rx_on = false;
     bool wr_shut = false;
-    bool drain_wait = false;              // the responder waits for the answers to leave
+    // Why the responder holds the peer's requests back (its runner sets it, under mu). kAnswers:
+    // the staged request waits for our queued answers to leave, and the drain that sees them
+    // gone claims it (take_drained: kResume, then a resume); kResume: it waits for a resume (a
+    // receive posted, the completer caught up, the drain's claim), whose pass re-runs it.
+    enum class Stall : uint8_t { kNone, kAnswers, kResume };
+    Stall stall = Stall::kNone;
     std::atomic<bool> nak_queued{false};  // a read answer became a NAK: responder in error
     RankedMutex rx_mu{kRxRank};           // whoever reads the stream holds it, a driving waiter too
     // The engine saw the peer's end (RDHUP, HUP, ERR), which an edge-triggered registration
@@ -76,7 +79,7 @@ struct QpStream {
 
     bool readable() {  // a read could take input now (rx on, not stalled)
         std::lock_guard lk(mu);
-        return rx_on && !stalled && !disc_rx;
+        return rx_on && !stalled() && !disc_rx;
     }
 
     // mu not held: what ended the stream (why, else otherwise) and whether the peer's kernel did
@@ -98,7 +101,8 @@ struct QpStream {
     // answer stream's responder, else nullptr) end with the ACK the peer counts on.
     void settle_for_close(Responder *answers);
     bool answers_block(bool modifies) const noexcept;
-    bool take_drained() noexcept;  // a drain_wait request may go on
+    bool stalled() const noexcept { return stall != Stall::kNone; }
+    bool take_drained() noexcept;  // mu held: a kAnswers stall may go on (now kResume)
 };
 
 }  // namespace rpma::rc

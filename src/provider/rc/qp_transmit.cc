@@ -93,7 +93,7 @@ QueuePair::Step QueuePair::wait_for_answers(bool modifies) {
     if (!s.answers_block(modifies)) return Step::kContinue;
     // Flow control instead of copies: the request stays staged until EPOLLOUT drains the
     // answers (on_events), and meanwhile nothing more is read from this peer.
-    s.drain_wait = true;
+    s.stall = Stream::Stall::kAnswers;
     if (!s.want_out) {
         s.want_out = true;
         s.update_mask();
