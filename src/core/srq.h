@@ -39,8 +39,9 @@ class Srq {
 // Logs why a receive does not fit its region: RPMA_E_INVAL.
 int recv_refused(const MrLocal *dst, size_t offset, size_t len);
 
-// Builds the receive described by (dst, offset, len) after checking it fits the region. Inline:
-// every receive posts through it.
+// Builds the receive described by (dst, offset, len) into *out, a default RecvWr, after checking
+// it fits the region (it fills only what differs from the default). Inline: every receive posts
+// through it.
 inline int make_recv(Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64_t wr_id,
                      prov::RecvWr *out) {
     out->wr_id = wr_id;

@@ -94,9 +94,9 @@ class Progress final : public Handler, public ProgressHook {
     // false if a pass of this thread found the stream broken (its caller reports the loss).
     bool run_requester();
     // Schedules the responder (owned: this thread won the task already) and, if this thread
-    // won it, passes until it goes idle; else the runner was armed and passes again. resume:
-    // that pass re-runs a stalled request (RNR, answers drained, the completer).
+    // won it, passes until it goes idle; else the runner was armed and passes again.
     void run_responder(ByteStream::Reader who, bool owned = false);
+    // The responder's next pass re-runs a stalled request (RNR, answers drained, the completer).
     void request_resume() noexcept { responder_resume_.store(true); }
     // This thread owns the completer task and its pass is over: passes again (reads req())
     // while it was scheduled meanwhile, then leaves it idle.

@@ -20,9 +20,7 @@ void QueuePair::close() {
             completer_.abandon();  // nobody is left to see their completions
         }
         if (!graceful) {
-            main_.leave_engine();
-            join_.leave_engine();
-            stream_removed();
+            remove_streams(false);  // at once: this runs on the engine thread
             return;
         }
         // Deleting a live connection closes it as rdma_disconnect would: the peer gets CLOSED. What
@@ -171,9 +169,7 @@ void QueuePair::on_timer() {
         case Connection::Due::kNothing:
             break;
         case Connection::Due::kLingerOver:
-            main_.leave_engine();  // the peer never closed its end: give up on it
-            join_.leave_engine();
-            stream_removed();
+            remove_streams(false);  // the peer never closed its end: give up on it
             break;
         case Connection::Due::kAnswersOverdue:
             // the peer ended its requests' stream but never its answers' (finish_read)

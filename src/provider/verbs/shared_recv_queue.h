@@ -8,6 +8,7 @@
 #include <atomic>
 
 #include "provider/provider.h"
+#include "provider/verbs/region.h"
 
 namespace rpma::verbs {
 
@@ -30,7 +31,7 @@ inline void fill_recv(const prov::RecvWr &r, ibv_sge *sge, ibv_recv_wr *wr) noex
     *wr = ibv_recv_wr{};
     wr->wr_id = r.wr_id;
     if (!r.region) return;
-    *sge = ibv_sge{reinterpret_cast<uintptr_t>(r.ptr), r.len, r.region->lkey()};
+    *sge = ibv_sge{reinterpret_cast<uintptr_t>(r.ptr), r.len, lkey_of(r.region.get())};
     wr->sg_list = sge;
     wr->num_sge = 1;
 }
