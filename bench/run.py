@@ -26,6 +26,8 @@ provider. --peers runs a subset of the peers (the alias shm names rpma, rpma-shm
 tcp-2msg (write+flush cases only) is the raw TCP ping-pong with the request sent as two writes
 (tcp_peer lat --messages 2), as rpma sends the write and the flush as two frames when the program
 posts them: the floor for that exchange, shown beside the targets, which are against one write.
+tcp-2msg-spin is the same with a server that never sleeps (tcp_peer lat --server spin), as rpma's
+target engine polls while requests come (RPMA_SPIN_US): what a target that keeps a core can reach.
 
 RDMA (issue 20): rpma-verbs (rpma-perf server and client with --provider verbs on the address of
 an RDMA device: --verbs-addr, $RPMA_VERBS_ADDR, $RPMA_GUEST_ADDR or the first RDMA link's) and
@@ -119,7 +121,7 @@ TOOLS = {"perf": "rpma-perf", "tcp": "tcp_peer", "fabric": "fabric_peer", "ucx":
          "shm": "shm_peer", "idle": "idle_conns"}
 
 # a peer's method is its name with - as _
-PEERS = ["rpma", "tcp", "tcp-2msg", "libfabric", "ucx", "rpma_base",
+PEERS = ["rpma", "tcp", "tcp-2msg", "tcp-2msg-spin", "libfabric", "ucx", "rpma_base",
          "rpma-shm", "shm-spin", "shm-eventfd", "memcpy", "pvm-writev"] + VERBS_PEERS
 TCP_PEERS = ["tcp", "libfabric", "ucx", "rpma_base"]  # the main table and the plot
 SHM_PEERS = ["rpma-shm", "shm-spin", "shm-eventfd", "memcpy", "pvm-writev"]
@@ -379,12 +381,13 @@ class Runner:
         v, extra, cmd = self.rpma(kind, size, spin, env)
         return v, extra, [f"LD_LIBRARY_PATH={self.a.baseline_lib}"] + cmd
 
-    def tcp(self, kind, size, spin, messages=1):
+    def tcp(self, kind, size, spin, messages=1, server=None):
         if kind == "gpspm":
             return None  # no write to place before the message
         if kind in LAT_KINDS:  # the ping-pong: beside write+flush and send/recv
             cmd = [self.a.tcp, "lat", "--size", str(size)] + (["--spin"] if spin else []) + \
-                (["--messages", str(messages)] if messages != 1 else [])
+                (["--messages", str(messages)] if messages != 1 else []) + \
+                (["--server", server] if server else [])
         else:  # a TCP stream is the reference for both directions
             cmd = [self.a.tcp, "bw", "--size", str(size)]
         cmd += ["--time", str(self.a.time), "--port", str(self.next_port() + 1000)]
@@ -397,6 +400,9 @@ class Runner:
     def tcp_2msg(self, kind, size, spin):
         # only write+flush is two posts
         return self.tcp(kind, size, spin, messages=2) if kind == "lat" else None
+
+    def tcp_2msg_spin(self, kind, size, spin):
+        return self.tcp(kind, size, spin, messages=2, server="spin") if kind == "lat" else None
 
     def libfabric(self, kind, size, spin):
         if not self.a.fabric or kind in ("gpspm", "sendrecv"):
@@ -700,7 +706,7 @@ def main():
             ap.error(f"unknown peer(s) {', '.join(sorted(unknown))}; the peers: " +
                      ", ".join(PEERS) + ", or the aliases shm, verbs")
         peers = [p for p in PEERS if p in want]
-    if not a.perf or (any(p in peers for p in ("tcp", "tcp-2msg")) and not a.tcp):
+    if not a.perf or (any(p in peers for p in ("tcp", "tcp-2msg", "tcp-2msg-spin")) and not a.tcp):
         ap.error("--perf and --tcp are required (or --bin-dir with them, or --from with --plot)")
     if a.baseline_lib and not os.path.isfile(os.path.join(a.baseline_lib, "librpma.so.0")):
         # LD_LIBRARY_PATH to it would be ignored, and rpma-perf would run over its own build:
@@ -1070,24 +1076,27 @@ def print_tcp_tables(a, info, rows, relative, out, rt, cell):
     if lat_rows:
         print("\nround trips, p50 / p99 in us (medians over the runs)\n")
         print("(2-msg: raw TCP with the request sent as two writes, as rpma sends write and flush; "
-              "the ratios are rpma's)\n")
+              "spin: the same against a server that never sleeps; the ratios are rpma's)\n")
         print(f"| {'case':18s} | {'rpma p50':>8s} | {'rpma p99':>8s} | {'TCP p50':>8s} | "
               f"{'TCP p99':>8s} | {'p99/TCP':>7s} | {'2-msg p50':>9s} | {'2-msg p99':>9s} | "
-              f"{'/2-msg':>13s} | target |")
+              f"{'/2-msg':>13s} | {'spin p50':>8s} | {'spin p99':>8s} | {'/spin':>13s} | target |")
         print(f"|{'-' * 20}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 9}|{'-' * 11}|"
-              f"{'-' * 11}|{'-' * 15}|--------|")
+              f"{'-' * 11}|{'-' * 15}|{'-' * 10}|{'-' * 10}|{'-' * 15}|--------|")
         for case, kind, med, ratios, targets, p99, _, _, _, p99_targets, *_ in lat_rows:
             def us(x):
                 return "-" if x is None else f"{x:.1f}"
             r99 = p99["rpma"] / p99["tcp"] if p99["rpma"] and p99["tcp"] else None
             tg = ", ".join(f"{t['peer']} p99 {t['relation']}{t['value']:g}: {verdict(t)}"
                            for t in p99_targets)
-            two = "tcp-2msg"
-            r2 = f"{rt(ratios.get(two))} / " + \
-                rt(p99["rpma"] / p99[two] if p99["rpma"] and p99.get(two) else None)
+            def against(two):
+                return f"{rt(ratios.get(two))} / " + \
+                    rt(p99["rpma"] / p99[two] if p99["rpma"] and p99.get(two) else None)
+            two, spun = "tcp-2msg", "tcp-2msg-spin"
             print(f"| {case:18s} | {us(med['rpma']):>8s} | {us(p99['rpma']):>8s} | "
                   f"{us(med['tcp']):>8s} | {us(p99['tcp']):>8s} | {rt(r99):>7s} | "
-                  f"{us(med[two]):>9s} | {us(p99.get(two)):>9s} | {r2:>13s} | {tg}")
+                  f"{us(med[two]):>9s} | {us(p99.get(two)):>9s} | {against(two):>13s} | "
+                  f"{us(med.get(spun)):>8s} | {us(p99.get(spun)):>8s} | {against(spun):>13s} | "
+                  f"{tg}")
     if relative:
         print("\nrpma against rpma in the same run, p50: GPSPM and send/recv against write+flush "
               "(APM), busy-poll against blocking\n")

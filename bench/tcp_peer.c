@@ -17,13 +17,17 @@
  *                                                     epoll  rpma's engine: epoll_wait on the
  *                                                            socket (EPOLLET), then recv until a
  *                                                            short read or EAGAIN
+ *                                                     spin   recv(MSG_DONTWAIT) in a loop, never
+ *                                                            sleeping: a target that keeps a core
+ *                                                            (rpma's engine polls so while
+ *                                                            requests come, RPMA_SPIN_US)
  *                                                     uring, uring-link, uring-plain,
  *                                                     uring-fixed, uring-pollfirst,
  *                                                     uring-multishot, uring-sqpoll, uring-poll
  *                                                            io_uring, where liburing was found
  *                                                            at build time (tcp_peer_uring.c)
  * --spin makes the client poll recv(MSG_DONTWAIT) instead of blocking in recv; the server blocks
- * either way (as rpma's target side, a progress thread in epoll, does). TCP_NODELAY on both ends.
+ * either way unless --server says otherwise. TCP_NODELAY on both ends.
  * Prints one JSON object (with "server" only where --server was given); for bw, and for lat with
  * --server, server_cpu_s is the server's whole CPU time (user + sys).
  */
@@ -180,6 +184,8 @@ static void server(int lfd, const struct opts *o) {
         write_all(fd, reply, sizeof(reply));
     } else if (o->server && !strcmp(o->server, "epoll")) {
         serve_epoll(fd, o->size * (size_t)o->messages, o->size);
+    } else if (o->server && !strcmp(o->server, "spin")) {
+        while (read_all(fd, buf, o->size * (size_t)o->messages, true)) write_all(fd, buf, o->size);
     } else if (o->server && strcmp(o->server, "block")) {
 #ifdef TCP_PEER_URING
         if (uring_serve(fd, o->server, o->size * (size_t)o->messages, o->size)) die(o->server);
@@ -255,10 +261,10 @@ static int client(const struct opts *o) {
     return 0;
 }
 
-/* lat's servers: block, epoll, and the io_uring ones where liburing was found */
+/* lat's servers: block, epoll, spin, and the io_uring ones where liburing was found */
 static bool server_known(const char *mode, bool bw) {
     if (bw) return false;
-    if (!strcmp(mode, "block") || !strcmp(mode, "epoll")) return true;
+    if (!strcmp(mode, "block") || !strcmp(mode, "epoll") || !strcmp(mode, "spin")) return true;
 #ifdef TCP_PEER_URING
     return uring_server_known(mode);
 #else

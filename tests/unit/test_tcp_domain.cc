@@ -631,4 +631,68 @@ TEST_P(TcpWaiterServesTest, AnIdleWaiterLetsTheEngineSleep) {
 
 INSTANTIATE_TEST_SUITE_P(WaitOrPoll, TcpWaiterServesTest, ::testing::Bool());
 
+// A target engine that served requests from a socket polls its epoll set for RPMA_SPIN_US
+// before it sleeps (the next request usually follows within microseconds), and sleeps again
+// once they stop. With RPMA_SPIN_US=0 it never polls. GetParam: a 1 ms window, or 0.
+class TcpEnginePollsTest : public TcpWaiterServesTest {
+  protected:
+    void SetUp() override {
+        ::setenv("RPMA_SPIN_US", GetParam() ? "1000" : "0", 1);
+        TcpWaiterServesTest::SetUp();
+        // the engine reads it as it starts
+        ASSERT_NE(static_cast<tcp::Domain *>(dom_.get())->engine(), nullptr);
+        ::unsetenv("RPMA_SPIN_US");
+    }
+    // The state letter of /proc/self/task/TID/stat ('S': asleep), '?' if unreadable.
+    static char ThreadState(pid_t tid) {
+        std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
+        std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        size_t end = stat.rfind(')');  // the name may hold spaces and parentheses
+        return end == std::string::npos || end + 2 >= stat.size() ? '?' : stat[end + 2];
+    }
+};
+
+TEST_P(TcpEnginePollsTest, PollsAfterServingWritesThenSleeps) {
+    OnTcp on_tcp;
+    ASSERT_NO_FATAL_FAILURE(Connect(GetParam() ? "25727" : "25728"));
+    char dst[64] = {};
+    std::shared_ptr<prov::MemoryRegion> dst_mr;
+    ASSERT_EQ(dom_->register_memory(dst, sizeof(dst), RPMA_MR_USAGE_WRITE_DST, &dst_mr), 0);
+    for (uint64_t id = 1; id <= 10; ++id) {  // each served by the target side's engine
+        std::memset(buf_, static_cast<int>('a' + id), 8);
+        prov::SendWr w;
+        w.op = prov::WrOp::kWrite;
+        w.wr_id = id;
+        w.local = buf_;
+        w.len = 8;
+        w.local_region = mr_;
+        w.raddr = reinterpret_cast<uint64_t>(dst) + id * 4;
+        w.rkey = dst_mr->rkey();
+        ASSERT_EQ(c_.qp->post_send(std::move(w)), 0);
+        ibv_wc wc = Next(c_);
+        ASSERT_EQ(wc.wr_id, id);
+        ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
+    }
+    EXPECT_EQ(std::string(dst + 40, 8), std::string(8, 'a' + 10));
+    auto *engine = static_cast<tcp::Domain *>(dom_.get())->engine();
+    pid_t tid = 0;
+    engine->run_sync([&] { tid = ::gettid(); });
+    // A window that never closed would keep the thread out of every sleep.
+    bool slept = false;
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+         !slept && std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(std::chrono::milliseconds(1)))
+        slept = ThreadState(tid) == 'S';
+    EXPECT_TRUE(slept) << "the engine kept polling after the writes stopped";
+    uint64_t looks = 0;
+    engine->run_sync([&] { looks = engine->busy_looks(); });
+    if (GetParam())
+        EXPECT_GT(looks, 0u) << "the engine slept after every request";
+    else
+        EXPECT_EQ(looks, 0u) << "RPMA_SPIN_US=0, yet the engine polled";
+    dom_->deregister(dst_mr);
+}
+
+INSTANTIATE_TEST_SUITE_P(WindowOrNone, TcpEnginePollsTest, ::testing::Bool());
+
 }  // namespace

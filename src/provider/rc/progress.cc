@@ -110,7 +110,12 @@ void Progress::engine_events(QpStream &s, uint32_t events) {
                                : ByteStream::Reader::kPoller;
     uint64_t before = spin ? s.io->progress() : 0;
     stream_events(s, events, who);
-    if (!spin) return;
+    if (!spin) {
+        // The peer's requests came on a socket: the next is likely close (a write's flush, the
+        // next write of a loop), so the engine polls a while rather than sleep.
+        if (&s == &resp() && (events & EPOLLIN) && conn_.established()) engine_.keep_polling();
+        return;
+    }
     // Bytes moved: the next request (or room for the rest of an answer) is likely close, so
     // the engine polls a while rather than sleep, and spin_end arms the stream when it stops.
     // Without progress it sleeps, and the stream (read as kSpinner) asks for a doorbell now.

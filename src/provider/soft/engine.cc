@@ -271,12 +271,22 @@ bool Engine::spin_on(Clock::time_point *next_look) {
     return false;
 }
 
+bool Engine::polling() {
+    if (!poll_more_ && poll_until_ == Clock::time_point{}) return false;
+    auto now = Clock::now();
+    if (std::exchange(poll_more_, false)) poll_until_ = now + spin_window_;
+    if (now < poll_until_) return true;
+    poll_until_ = {};
+    return false;
+}
+
 void Engine::loop() {
     Clock::time_point next_look{};
     epoll_event evs[64];
     while (!stop_) {
         if (!spin_keys_.empty() && spin_on(&next_look)) continue;
-        bool spin = !spin_keys_.empty();
+        bool spin = !spin_keys_.empty() || polling();
+        busy_looks_ += spin;
         int n = ::epoll_wait(epfd_.get(), evs, 64, spin ? 0 : next_timeout_ms());
         if (spin && n == 0) {
             spin_turn(false);

@@ -83,7 +83,17 @@ class Engine {
     // engine calls its spin() for that fd each turn, and spin_end() once the window passes
     // without work. Bounded, so an idle engine sleeps again.
     void keep_spinning();
+    // From on_events only: the handler served a peer's request from a socket. A socket has no
+    // look without a system call, so for spin_window after the last such call the engine
+    // waits with epoll_wait(0) rather than sleep: the next request (the flush after a write)
+    // is read without a wake-up.
+    void keep_polling() noexcept {
+        if (spins()) poll_more_ = true;
+    }
     bool spins() const noexcept { return spin_window_ > Clock::duration::zero(); }
+    // How often the engine looked at its epoll set without sleeping (spinning or polling).
+    // Engine thread only (run_sync): for tests and diagnostics.
+    uint64_t busy_looks() const noexcept { return busy_looks_; }
 
   private:
     struct Entry {
@@ -115,11 +125,15 @@ class Engine {
     std::atomic<uint64_t> next_key_{1};
     void spin_turn(bool last);
     bool spin_on(Clock::time_point *next_look);
+    bool polling();
     std::vector<uint64_t> spin_keys_;  // engine thread only, as the four below
     uint64_t current_key_ = 0;         // whose callback runs
     bool spin_more_ = false;           // work was found: move the window on
     unsigned spin_turns_ = 0;
     Clock::time_point spin_until_{};
+    bool poll_more_ = false;          // keep_polling was called: move the window on
+    Clock::time_point poll_until_{};  // epoll_wait(0) until then; the epoch: not polling
+    uint64_t busy_looks_ = 0;
     Clock::duration spin_window_;
 };
 
