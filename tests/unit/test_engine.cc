@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <chrono>
 #include <functional>
 #include <new>
@@ -227,5 +230,65 @@ TEST(EngineSpin, OutsideACallbackKeepSpinningDoesNothing) {
     e.run_sync([&] { e.keep_spinning(); });  // a command is no handler's callback
     std::this_thread::sleep_for(10ms);
     EXPECT_EQ(s->spins, 0);
+    e.remove(key);
+}
+
+namespace {
+
+// A socket stream's handler: each event is a request served, and asks the engine to poll.
+class Poller : public Handler {
+  public:
+    explicit Poller(Engine *e) : e_(e), fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+    void on_events(int, uint32_t) override {
+        uint64_t v;
+        ssize_t r = ::read(fd.get(), &v, sizeof(v));
+        (void)r;
+        events++;
+        e_->keep_polling();
+    }
+    Engine *e_;
+    Fd fd;
+    std::atomic<int> events{0};
+};
+
+// The state letter of the thread's /proc stat ('S': asleep), '?' if unreadable.
+char ThreadState(pid_t tid) {
+    std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    size_t end = stat.rfind(')');
+    return end == std::string::npos || end + 2 >= stat.size() ? '?' : stat[end + 2];
+}
+
+}  // namespace
+
+// A window that passes without a request costs the peer the core it may need to send one: after
+// such a window the engine serves requests by waking up, and tries one window again after
+// kPollRetry (64) of them.
+TEST(EnginePoll, AfterAWindowThatFoundNothingItSleepsUntilTheRetry) {
+    SpinEnv env("1000");
+    Engine e;
+    auto p = std::make_shared<Poller>(&e);
+    uint64_t key = e.add(p->fd.get(), EPOLLIN | EPOLLET, p);
+    pid_t tid = 0;
+    e.run_sync([&] { tid = ::gettid(); });
+    auto looks = [&] {
+        uint64_t n = 0;
+        e.run_sync([&] { n = e.busy_looks(); });
+        return n;
+    };
+    // one request, then asleep again: only a window that ended sleeps
+    auto request = [&](int n) {
+        uint64_t one = 1;
+        ASSERT_EQ(::write(p->fd.get(), &one, sizeof(one)), 8);
+        ASSERT_TRUE(eventually([&] { return p->events == n; }));
+        ASSERT_TRUE(eventually([&] { return ThreadState(tid) == 'S'; }));
+    };
+    ASSERT_NO_FATAL_FAILURE(request(1));
+    uint64_t after_first = looks();
+    EXPECT_GT(after_first, 0u) << "the first request opened no window";
+    for (int i = 2; i <= 64; ++i) ASSERT_NO_FATAL_FAILURE(request(i));
+    EXPECT_EQ(looks(), after_first) << "the engine polled again after a window found nothing";
+    ASSERT_NO_FATAL_FAILURE(request(65));
+    EXPECT_GT(looks(), after_first) << "the engine never tried polling again";
     e.remove(key);
 }

@@ -271,12 +271,36 @@ bool Engine::spin_on(Clock::time_point *next_look) {
     return false;
 }
 
+// keep_polling's bookkeeping: a request found while polling scores 1 (up to kPollScoreMax), a
+// window that passes without one costs 2. Below 0 the engine stops polling until it has served
+// kPollRetry requests by waking up, then tries one window again.
+namespace {
+constexpr int kPollScoreMax = 8;
+constexpr unsigned kPollRetry = 64;
+}  // namespace
+
+void Engine::keep_polling() noexcept {
+    if (!spins()) return;
+    if (poll_until_ != Clock::time_point{}) {  // found while polling
+        poll_score_ = std::min(poll_score_ + 1, kPollScoreMax);
+        poll_more_ = true;  // the loop moves the window on at its next look at the clock
+        return;
+    }
+    if (poll_score_ < 0) {
+        if (++poll_skips_ < kPollRetry) return;
+        poll_skips_ = 0;
+        poll_score_ = 0;
+    }
+    poll_until_ = Clock::now() + spin_window_;
+}
+
 bool Engine::polling() {
-    if (!poll_more_ && poll_until_ == Clock::time_point{}) return false;
+    if (poll_until_ == Clock::time_point{}) return false;
     auto now = Clock::now();
     if (std::exchange(poll_more_, false)) poll_until_ = now + spin_window_;
     if (now < poll_until_) return true;
     poll_until_ = {};
+    poll_score_ -= 2;
     return false;
 }
 
