@@ -6,13 +6,13 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <fstream>
-#include <iterator>
-#include <string>
 #include <chrono>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "provider/soft/engine.h"
