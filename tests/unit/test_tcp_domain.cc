@@ -600,6 +600,32 @@ TEST_P(TcpWaiterServesTest, AnswersReachTheChannelAfterTheLastWait) {
     EXPECT_EQ(wc.wr_id, 4u);
 }
 
+// The same after a thread read its answers across many of the engine's checks, each further off
+// than the last (up to 8 ms): once it stops, the engine still takes the socket back.
+TEST_P(TcpWaiterServesTest, AnswersReachTheChannelAfterLongReading) {
+    OnTcp on_tcp;
+    ASSERT_NO_FATAL_FAILURE(Connect(GetParam() ? "25729" : "25730"));
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(60);
+    ibv_wc wc{};
+    int n = 0;
+    for (uint64_t id = 1; std::chrono::steady_clock::now() < until; ++id) {
+        ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, id, true}), 0);
+        ASSERT_EQ(c_.qp->post_send(Send(id)), 0);
+        ASSERT_EQ(Next(c_).wr_id, id);
+        while (s_.cq->get_wc(1, &wc, &n) == 0) {
+        }
+    }
+    ASSERT_NO_FATAL_FAILURE(NonBlocking(c_.ch->fd()));
+    while (c_.ch->wait()) {
+    }
+    ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, 1000, true}), 0);
+    c_.cq->arm();
+    ASSERT_EQ(c_.qp->post_send(Send(1000)), 0);
+    ASSERT_TRUE(Readable(c_.ch->fd(), 5000)) << "the engine did not take the answers back";
+    EXPECT_EQ(c_.cq->get_wc(1, &wc, &n), 0);
+    EXPECT_EQ(wc.wr_id, 1000u);
+}
+
 // A thread asleep in a wait costs the engine no wake-up per millisecond: two checks find the
 // socket unread and give it back, and then nothing is checked until a thread takes it again.
 TEST_P(TcpWaiterServesTest, AnIdleWaiterLetsTheEngineSleep) {

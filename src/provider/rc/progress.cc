@@ -58,7 +58,10 @@ void Progress::on_timer() {
     Clock::rep due = check_at_.load();
     if (due == 0 || Clock::now().time_since_epoch().count() < due) return;
     check_at_.store(0);
-    if (check_taken()) schedule_park_check(check_at_, engine_, self_);
+    if (!check_taken()) return;
+    unsigned shift = check_shift_.load(std::memory_order_relaxed);
+    if (shift < kParkCheckMaxShift) check_shift_.store(++shift, std::memory_order_relaxed);
+    schedule_park_check(check_at_, engine_, self_, shift);
 }
 
 bool Progress::check_taken() {
@@ -72,6 +75,7 @@ bool Progress::check_taken() {
             again = true;  // (a failed exchange: a thread read it meanwhile)
             continue;
         }
+        check_shift_.store(0, std::memory_order_relaxed);  // the next take is checked soon
         std::lock_guard lk(s->mu);
         s->update_mask();  // the modification reports what came meanwhile
     }

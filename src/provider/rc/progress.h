@@ -172,6 +172,9 @@ class Progress final : public Handler, public ProgressHook {
     // When the engine's check of taken streams is due (Clock ticks; 0: none is scheduled): one
     // timer at a time, whoever takes a stream or finds one still taken schedules it (on_timer).
     std::atomic<Clock::rep> check_at_{0};
+    // Doublings of kParkCheck before the next check: one more for each check that finds a taken
+    // stream still read, none once a stream goes back to the engine.
+    std::atomic<unsigned> check_shift_{0};
 };
 
 }  // namespace rpma::rc
