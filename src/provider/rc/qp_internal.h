@@ -46,7 +46,7 @@ constexpr int kRxBudget = 4;
 // How often the engine looks whether a stream a thread took (QpStream::take) is still read by one:
 // the longest an answer waits in the socket for a thread that stopped waiting or polling (the
 // engine then reads it, and the completion channel fires), up to twice over. Each check that
-// finds the stream still read doubles the next one's delay, up to kParkCheckMax: a check wakes
+// finds the stream still read doubles the next one's delay, up to 8 ms: a check wakes
 // the engine, which on a machine with no idle core preempts a thread that polls (1000 checks a
 // second put a busy-polling write+flush's p99 at 2.5x its p50 on 2 cores).
 constexpr auto kParkCheck = std::chrono::milliseconds(1);

@@ -63,7 +63,7 @@ struct QpStream {
     // thread that waits or polls on it takes it (take; the request stream only where that
     // thread serves requests), so that the engine is not woken beside that thread for
     // every message: kThread, a thread read it since the engine's last check; kThreadIdle,
-    // none did, and the next check gives it back (on_timer, every kParkCheck while taken).
+    // none did, and the next check gives it back (Progress::on_timer, kParkCheck and later).
     enum class Sleeper : uint8_t { kEngine, kThread, kThreadIdle };
     std::atomic<Sleeper> sleeper{Sleeper::kEngine};
     Engine *const engine;
