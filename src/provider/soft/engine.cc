@@ -271,12 +271,19 @@ bool Engine::spin_on(Clock::time_point *next_look) {
     return false;
 }
 
-// keep_polling's bookkeeping: a request found while polling scores 1 (up to kPollScoreMax), a
-// window that passes without one costs 2. Below 0 the engine stops polling until it has served
-// kPollRetry requests by waking up, then tries one window again.
+// keep_polling's bookkeeping. Polling pays only while requests come within the window and no
+// other thread wants this core (the peer's next request may need it to be sent). So a request
+// found while polling scores 1 (up to kPollScoreMax); a window that passes without one costs 2;
+// an empty turn that took longer than kPollPreempted (the thread was preempted: the core is
+// wanted) ends the window and the score goes below 0. Below 0 the engine wakes per request
+// again and tries one window after poll_retry_ requests, which doubles with each such try (up to
+// kPollRetryMax) and goes back to kPollRetryMin once a window has run kPollProven.
 namespace {
 constexpr int kPollScoreMax = 8;
-constexpr unsigned kPollRetry = 64;
+constexpr unsigned kPollRetryMin = 64;
+constexpr unsigned kPollRetryMax = 4096;
+constexpr auto kPollPreempted = std::chrono::microseconds(50);
+constexpr auto kPollProven = std::chrono::milliseconds(10);
 }  // namespace
 
 void Engine::keep_polling() noexcept {
@@ -284,23 +291,29 @@ void Engine::keep_polling() noexcept {
     if (poll_until_ != Clock::time_point{}) {  // found while polling
         poll_score_ = std::min(poll_score_ + 1, kPollScoreMax);
         poll_more_ = true;  // the loop moves the window on at its next look at the clock
+        if (poll_last_ - poll_since_ > kPollProven) poll_retry_ = kPollRetryMin;
         return;
     }
     if (poll_score_ < 0) {
-        if (++poll_skips_ < kPollRetry) return;
+        if (++poll_skips_ < poll_retry_) return;
         poll_skips_ = 0;
         poll_score_ = 0;
+        poll_retry_ = std::min(poll_retry_ * 2, kPollRetryMax);  // unless this window proves itself
     }
-    poll_until_ = Clock::now() + spin_window_;
+    poll_since_ = poll_last_ = Clock::now();
+    poll_until_ = poll_since_ + spin_window_;
+    poll_idle_ = false;
 }
 
 bool Engine::polling() {
     if (poll_until_ == Clock::time_point{}) return false;
     auto now = Clock::now();
+    bool preempted = std::exchange(poll_idle_, false) && now - poll_last_ > kPollPreempted;
+    poll_last_ = now;
     if (std::exchange(poll_more_, false)) poll_until_ = now + spin_window_;
-    if (now < poll_until_) return true;
+    if (!preempted && now < poll_until_) return true;
     poll_until_ = {};
-    poll_score_ -= 2;
+    poll_score_ = preempted ? -1 : poll_score_ - 2;
     return false;
 }
 
@@ -313,6 +326,7 @@ void Engine::loop() {
         busy_looks_ += spin;
         int n = ::epoll_wait(epfd_.get(), evs, 64, spin ? 0 : next_timeout_ms());
         if (spin && n == 0) {
+            poll_idle_ = spin_keys_.empty();  // the next look times this turn (polling)
             spin_turn(false);
             fire_timers();
             continue;

@@ -86,9 +86,9 @@ class Engine {
     // From on_events only: the handler served a peer's request from a socket. A socket has no
     // look without a system call, so for spin_window after the last such call the engine
     // waits with epoll_wait(0) rather than sleep: the next request (the flush after a write)
-    // is read without a wake-up. Only while it pays: a window that passes without a request
-    // costs more than a request found in one saves (the peer may need this core to send it),
-    // so where that keeps happening the engine sleeps again and tries polling later.
+    // is read without a wake-up. Only while it pays: where windows pass without requests, or
+    // the engine is preempted while it polls (another thread wants the core, maybe the peer to
+    // send the next request), it sleeps again and tries polling later (engine.cc).
     void keep_polling() noexcept;
     bool spins() const noexcept { return spin_window_ > Clock::duration::zero(); }
     // How often the engine looked at its epoll set without sleeping (spinning or polling).
@@ -133,8 +133,12 @@ class Engine {
     Clock::time_point spin_until_{};
     bool poll_more_ = false;          // keep_polling was called: move the window on
     Clock::time_point poll_until_{};  // epoll_wait(0) until then; the epoch: not polling
-    int poll_score_ = 0;              // windows that found requests, less those that did not
+    Clock::time_point poll_since_{};  // the window's start
+    Clock::time_point poll_last_{};   // the last look at the clock while polling
+    bool poll_idle_ = false;          // the turn since poll_last_ found nothing
+    int poll_score_ = 0;              // requests found while polling, less empty windows
     unsigned poll_skips_ = 0;         // requests served without polling since the score fell
+    unsigned poll_retry_ = 64;        // how many, before a window is tried again
     uint64_t busy_looks_ = 0;
     Clock::duration spin_window_;
 };
