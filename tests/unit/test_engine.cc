@@ -292,3 +292,58 @@ TEST(EnginePoll, AfterAWindowThatFoundNothingItSleepsUntilTheRetry) {
     EXPECT_GT(looks(), after_first) << "the engine never tried polling again";
     e.remove(key);
 }
+
+namespace {
+
+// Three requests found while polling, then a turn that takes 1 ms (a timer that sleeps: to the
+// engine, as if preempted while it polled).
+class PreemptedPoller : public Handler {
+  public:
+    explicit PreemptedPoller(Engine *e) : e_(e), fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+    void on_events(int, uint32_t) override {
+        uint64_t v;
+        ssize_t r = ::read(fd.get(), &v, sizeof(v));
+        (void)r;
+        if (events++ == 0) {
+            for (int i = 0; i < 4; ++i) e_->keep_polling();  // opens the window, then 3 found
+            e_->add_timer(Clock::now() + 1ms, self);
+        } else {
+            e_->keep_polling();
+        }
+    }
+    void on_timer() override { std::this_thread::sleep_for(1ms); }
+    Engine *e_;
+    Fd fd;
+    std::weak_ptr<Handler> self;
+    std::atomic<int> events{0};
+};
+
+}  // namespace
+
+// A window whose score would outlive its end (3 found, 2 for the end) still stops polling when
+// the engine finds it was kept off the core: the next request is served by waking up.
+TEST(EnginePoll, APreemptedWindowStopsPolling) {
+    SpinEnv env("10000");
+    Engine e;
+    auto p = std::make_shared<PreemptedPoller>(&e);
+    p->self = p;
+    uint64_t key = e.add(p->fd.get(), EPOLLIN | EPOLLET, p);
+    pid_t tid = 0;
+    e.run_sync([&] { tid = ::gettid(); });
+    auto looks = [&] {
+        uint64_t n = 0;
+        e.run_sync([&] { n = e.busy_looks(); });
+        return n;
+    };
+    uint64_t one = 1;
+    ASSERT_EQ(::write(p->fd.get(), &one, sizeof(one)), 8);
+    ASSERT_TRUE(eventually([&] { return p->events == 1; }));
+    ASSERT_TRUE(eventually([&] { return ThreadState(tid) == 'S'; }));
+    uint64_t after_first = looks();
+    ASSERT_GT(after_first, 0u);
+    ASSERT_EQ(::write(p->fd.get(), &one, sizeof(one)), 8);
+    ASSERT_TRUE(eventually([&] { return p->events == 2; }));
+    ASSERT_TRUE(eventually([&] { return ThreadState(tid) == 'S'; }));
+    EXPECT_EQ(looks(), after_first) << "the engine polled again after a preempted window";
+    e.remove(key);
+}
