@@ -391,7 +391,8 @@ class Runner:
                 (["--messages", str(messages)] if messages != 1 else []) + \
                 (["--server", server] if server else [])
         else:  # a TCP stream is the reference for both directions
-            cmd = [self.a.tcp, "bw", "--size", str(size)]
+            # over as much memory as rpma-perf's DEPTH buffers in flight, not one hot buffer
+            cmd = [self.a.tcp, "bw", "--size", str(size), "--span", str(DEPTH * size)]
         cmd += ["--time", str(self.a.time), "--port", str(self.next_port() + 1000)]
         j = self.run_json(cmd)
         v = j["lat_us"]["p50"] if kind in LAT_KINDS else j["bw_bytes_per_s"] / MiB

@@ -4,7 +4,11 @@
  *
  * One command forks a server child and runs the client against it:
  *   tcp_peer bw  --size N [--time S] [--port P]      stream bandwidth: the client writes N-byte
- *                                                     buffers, the server reads and discards them
+ *                [--span B]                          buffers, the server reads and discards them;
+ *                                                     with --span both cycle over B bytes (the
+ *                                                     client's buffers one after another, the
+ *                                                     server's reads further on each time), as
+ *                                                     rpma-perf's requests in flight do
  *   tcp_peer lat [--size 8] [--time S] [--spin]      ping-pong: the client sends N bytes, the
  *                [--messages M]                      server echoes them back; with M > 1 the
  *                                                     client sends M messages of N bytes (one
@@ -64,6 +68,7 @@ struct opts {
     int messages;       /* lat: writes per round trip */
     const char *server; /* lat: --server MODE, NULL for the default (block) */
     int cpu_pipe[2];    /* lat with --server: the server's CPU time, sent at its end */
+    size_t span;        /* bw: bytes each side cycles its buffers over (0: one buffer) */
 };
 
 static void die(const char *what) {
@@ -168,12 +173,18 @@ static void server(int lfd, const struct opts *o) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     size_t bufsz =
         o->bw ? (o->size > (1u << 20) ? o->size : (1u << 20)) : o->size * (size_t)o->messages;
+    if (o->bw && o->span > bufsz) bufsz = o->span;
     char *buf = malloc(bufsz);
     if (!buf) die("malloc");
     if (o->bw) {
         uint64_t total = 0;
+        /* with --span, each read lands further on in the span, as RDMA writes fill a region */
+        size_t chunk = o->span ? o->size : bufsz, at = 0;
+        if (o->span) memset(buf, 0, bufsz);
         for (;;) {
-            ssize_t n = read(fd, buf, bufsz);
+            if (at + chunk > bufsz) at = 0;
+            ssize_t n = read(fd, buf + at, chunk);
+            if (n > 0) at += (size_t)n;
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) die("read");
             if (n == 0) break;
@@ -200,9 +211,10 @@ static void server(int lfd, const struct opts *o) {
 
 static int client(const struct opts *o) {
     int fd = connect_to(o->port);
-    char *buf = malloc(o->size);
+    size_t slots = o->bw && o->span > o->size ? o->span / o->size : 1;
+    char *buf = malloc(o->size * slots);
     if (!buf) die("malloc");
-    memset(buf, 0x5a, o->size);
+    memset(buf, 0x5a, o->size * slots);
     struct bench_lat lat;
     bench_lat_init(&lat);
     uint64_t ops = 0, cpu0 = bench_cpu_ns(), t0 = bench_now_ns();
@@ -211,7 +223,8 @@ static int client(const struct opts *o) {
     if (o->bw) {
         uint64_t now = t0;
         while (now < deadline) {
-            for (int i = 0; i < 16; i++) write_all(fd, buf, o->size);
+            for (int i = 0; i < 16; i++)
+                write_all(fd, buf + (size_t)((ops + (uint64_t)i) % slots) * o->size, o->size);
             ops += 16;
             now = bench_now_ns();
         }
@@ -277,7 +290,7 @@ int main(int argc, char *argv[]) {
     if (argc < 2 || (strcmp(argv[1], "bw") && strcmp(argv[1], "lat"))) {
         fprintf(stderr,
                 "usage: tcp_peer bw|lat [--size N] [--time S] [--port P] [--spin] "
-                "[--messages M] [--server MODE]\n");
+                "[--messages M] [--server MODE] [--span B]\n");
         return 2;
     }
     o.bw = strcmp(argv[1], "bw") == 0;
@@ -294,6 +307,8 @@ int main(int argc, char *argv[]) {
             o.messages = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--server"))
             o.server = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--span"))
+            o.span = bench_parse_size(argv[++i]);
         else {
             fprintf(stderr, "tcp_peer: unknown argument %s\n", argv[i]);
             return 2;
