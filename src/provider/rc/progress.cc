@@ -113,11 +113,11 @@ void Progress::engine_events(QpStream &s, uint32_t events) {
                : &s == &resp() ? ByteStream::Reader::kSpinner
                                : ByteStream::Reader::kPoller;
     uint64_t before = spin ? s.io->progress() : 0;
-    stream_events(s, events, who);
+    bool read = stream_events(s, events, who);
     if (!spin) {
         // The peer's requests came on a socket: the next is likely close (a write's flush, the
         // next write of a loop), so the engine polls a while rather than sleep.
-        if (&s == &resp() && (events & EPOLLIN) && conn_.established()) engine_.keep_polling();
+        if (read && &s == &resp() && (events & EPOLLIN)) engine_.keep_polling();
         return;
     }
     // Bytes moved: the next request (or room for the rest of an answer) is likely close, so
@@ -140,24 +140,24 @@ void Progress::spin_end(int fd) {
     if (QpStream *s = stream_of(fd)) rearm(*s);  // a doorbell again
 }
 
-void Progress::stream_events(QpStream &s, uint32_t events, ByteStream::Reader who) {
+bool Progress::stream_events(QpStream &s, uint32_t events, ByteStream::Reader who) {
     Cm cm = conn_.state();
     if (cm == Cm::kConnecting || cm == Cm::kAwaitReply) {
         host_.setup_events(s, events);  // the transport's handshake
-        return;
+        return false;
     }
     if (cm == Cm::kClosing) {
         host_.linger_events(s, events);
-        return;
+        return false;
     }
     if (cm == Cm::kDone || cm == Cm::kIdle) {
         std::lock_guard lk(s.mu);
-        if ((events & EPOLLOUT) && s.flush_tx() && !s.tx.empty()) return;
+        if ((events & EPOLLOUT) && s.flush_tx() && !s.tx.empty()) return false;
         uint64_t key = std::exchange(s.key, 0);
         if (key) engine_.remove(key);
-        return;
+        return false;
     }
-    if ((events & EPOLLOUT) && !on_writable(s, true)) return;
+    if ((events & EPOLLOUT) && !on_writable(s, true)) return false;
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         bool stalled;
         {
@@ -178,18 +178,20 @@ void Progress::stream_events(QpStream &s, uint32_t events, ByteStream::Reader wh
                     s.update_mask();
                 }
                 host_.maybe_closed();
-                return;
+                return false;
             }
             // The end came from the peer's kernel unless the socket reports a timeout or an
             // unreachable network.
             int err = (events & EPOLLERR) ? s.io->take_error() : 0;
             host_.lost("the peer went away while its send waited for a receive",
                        err == 0 || ended_by_peer(-1, err));
-            return;
+            return false;
         }
         if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) s.end_seen.store(true);
         read_stream_if_free(s, who);
+        return true;
     }
+    return false;
 }
 
 bool Progress::on_writable(QpStream &s, bool engine) {

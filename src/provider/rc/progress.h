@@ -119,8 +119,9 @@ class Progress final : public Handler, public ProgressHook {
   private:
     QpStream *stream_of(int fd) noexcept;              // main_, join_ or nullptr
     void engine_events(QpStream &s, uint32_t events);  // the engine's, after woken()
-    // who: the kind of reader the engine is here (engine_events)
-    void stream_events(QpStream &s, uint32_t events, ByteStream::Reader who);
+    // who: the kind of reader the engine is here (engine_events). True if it read s on an
+    // established connection.
+    bool stream_events(QpStream &s, uint32_t events, ByteStream::Reader who);
     // a spinning engine stops polling s: a doorbell again, or one now if input came after its
     // last read (skipped while another thread holds s: that one asks for what it needs)
     void rearm(QpStream &s);
