@@ -7,20 +7,25 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <new>
 #include <stdexcept>
-#include <string>
 #include <thread>
 
 #include "provider/soft/engine.h"
+#include "thread_state.h"
 
 using namespace rpma;
 using namespace std::chrono_literals;
 
 namespace {
+
+// Takes what an eventfd holds, so that the next write is a new edge.
+void drain(const Fd &fd) {
+    uint64_t v;
+    ssize_t r = ::read(fd.get(), &v, sizeof(v));
+    (void)r;
+}
 
 // Reads its eventfd when it fires; throws bad_alloc on the first event or timer if asked.
 class Probe : public Handler {
@@ -29,9 +34,7 @@ class Probe : public Handler {
         throw_ = throw_once;
     }
     void on_events(int, uint32_t) override {
-        uint64_t v;
-        ssize_t r = ::read(fd.get(), &v, sizeof(v));
-        (void)r;
+        drain(fd);
         maybe_throw();
         events++;
     }
@@ -152,9 +155,7 @@ class Spinner : public Handler {
   public:
     explicit Spinner(Engine *e) : e_(e), fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
     void on_events(int, uint32_t) override {
-        uint64_t v;
-        ssize_t r = ::read(fd.get(), &v, sizeof(v));
-        (void)r;
+        drain(fd);
         events++;
         e_->keep_spinning();
     }
@@ -235,29 +236,58 @@ TEST(EngineSpin, OutsideACallbackKeepSpinningDoesNothing) {
 
 namespace {
 
-// A socket stream's handler: each event is a request served, and asks the engine to poll.
+// A socket stream's handler: each event is a request served, and asks the engine to poll. With
+// preempt_first, the first event calls keep_polling 4 times (the window opened, then 3 found)
+// and sets a timer that sleeps 1 ms: to the engine, a turn preempted while it polled.
 class Poller : public Handler {
   public:
-    explicit Poller(Engine *e) : e_(e), fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+    Poller(Engine *e, bool preempt_first)
+        : e_(e), preempt_first_(preempt_first), fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
     void on_events(int, uint32_t) override {
-        uint64_t v;
-        ssize_t r = ::read(fd.get(), &v, sizeof(v));
-        (void)r;
-        events++;
-        e_->keep_polling();
+        drain(fd);
+        bool first = events++ == 0;
+        for (int i = 0; i < (first && preempt_first_ ? 4 : 1); ++i) e_->keep_polling();
+        if (first && preempt_first_) e_->add_timer(Clock::now() + 1ms, self);
     }
+    void on_timer() override { std::this_thread::sleep_for(1ms); }
     Engine *e_;
+    const bool preempt_first_;
     Fd fd;
+    std::weak_ptr<Handler> self;
     std::atomic<int> events{0};
 };
 
-// The state letter of the thread's /proc stat ('S': asleep), '?' if unreadable.
-char ThreadState(pid_t tid) {
-    std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    size_t end = stat.rfind(')');
-    return end == std::string::npos || end + 2 >= stat.size() ? '?' : stat[end + 2];
-}
+// An engine with one Poller, RPMA_SPIN_US = window: requests one at a time, each followed by the
+// engine asleep again, and the engine's turns that did not sleep.
+class PollBench {
+  public:
+    PollBench(const char *window, bool preempt_first) : env_(window) {
+        p_ = std::make_shared<Poller>(&e_, preempt_first);
+        p_->self = p_;
+        key_ = e_.add(p_->fd.get(), EPOLLIN | EPOLLET, p_);
+        e_.run_sync([&] { tid_ = ::gettid(); });
+    }
+    ~PollBench() { e_.remove(key_); }
+    // The n-th request, served and the engine asleep after it: only a window that ended sleeps.
+    void request(int n) {
+        uint64_t one = 1;
+        ASSERT_EQ(::write(p_->fd.get(), &one, sizeof(one)), 8);
+        ASSERT_TRUE(eventually([&] { return p_->events == n; }));
+        ASSERT_TRUE(eventually([&] { return test::ThreadState(tid_) == 'S'; }));
+    }
+    uint64_t looks() {
+        uint64_t n = 0;
+        e_.run_sync([&] { n = e_.busy_looks(); });
+        return n;
+    }
+
+  private:
+    SpinEnv env_;  // before the engine, which reads it as it starts
+    Engine e_;
+    std::shared_ptr<Poller> p_;
+    uint64_t key_ = 0;
+    pid_t tid_ = 0;
+};
 
 }  // namespace
 
@@ -265,85 +295,23 @@ char ThreadState(pid_t tid) {
 // such a window the engine serves requests by waking up, and tries one window again after
 // kPollRetry (64) of them.
 TEST(EnginePoll, AfterAWindowThatFoundNothingItSleepsUntilTheRetry) {
-    SpinEnv env("1000");
-    Engine e;
-    auto p = std::make_shared<Poller>(&e);
-    uint64_t key = e.add(p->fd.get(), EPOLLIN | EPOLLET, p);
-    pid_t tid = 0;
-    e.run_sync([&] { tid = ::gettid(); });
-    auto looks = [&] {
-        uint64_t n = 0;
-        e.run_sync([&] { n = e.busy_looks(); });
-        return n;
-    };
-    // one request, then asleep again: only a window that ended sleeps
-    auto request = [&](int n) {
-        uint64_t one = 1;
-        ASSERT_EQ(::write(p->fd.get(), &one, sizeof(one)), 8);
-        ASSERT_TRUE(eventually([&] { return p->events == n; }));
-        ASSERT_TRUE(eventually([&] { return ThreadState(tid) == 'S'; }));
-    };
-    ASSERT_NO_FATAL_FAILURE(request(1));
-    uint64_t after_first = looks();
+    PollBench b("1000", false);
+    ASSERT_NO_FATAL_FAILURE(b.request(1));
+    uint64_t after_first = b.looks();
     EXPECT_GT(after_first, 0u) << "the first request opened no window";
-    for (int i = 2; i <= 64; ++i) ASSERT_NO_FATAL_FAILURE(request(i));
-    EXPECT_EQ(looks(), after_first) << "the engine polled again after a window found nothing";
-    ASSERT_NO_FATAL_FAILURE(request(65));
-    EXPECT_GT(looks(), after_first) << "the engine never tried polling again";
-    e.remove(key);
+    for (int i = 2; i <= 64; ++i) ASSERT_NO_FATAL_FAILURE(b.request(i));
+    EXPECT_EQ(b.looks(), after_first) << "the engine polled again after a window found nothing";
+    ASSERT_NO_FATAL_FAILURE(b.request(65));
+    EXPECT_GT(b.looks(), after_first) << "the engine never tried polling again";
 }
-
-namespace {
-
-// Three requests found while polling, then a turn that takes 1 ms (a timer that sleeps: to the
-// engine, as if preempted while it polled).
-class PreemptedPoller : public Handler {
-  public:
-    explicit PreemptedPoller(Engine *e) : e_(e), fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
-    void on_events(int, uint32_t) override {
-        uint64_t v;
-        ssize_t r = ::read(fd.get(), &v, sizeof(v));
-        (void)r;
-        if (events++ == 0) {
-            for (int i = 0; i < 4; ++i) e_->keep_polling();  // opens the window, then 3 found
-            e_->add_timer(Clock::now() + 1ms, self);
-        } else {
-            e_->keep_polling();
-        }
-    }
-    void on_timer() override { std::this_thread::sleep_for(1ms); }
-    Engine *e_;
-    Fd fd;
-    std::weak_ptr<Handler> self;
-    std::atomic<int> events{0};
-};
-
-}  // namespace
 
 // A window whose score would outlive its end (3 found, 2 for the end) still stops polling when
 // the engine finds it was kept off the core: the next request is served by waking up.
 TEST(EnginePoll, APreemptedWindowStopsPolling) {
-    SpinEnv env("10000");
-    Engine e;
-    auto p = std::make_shared<PreemptedPoller>(&e);
-    p->self = p;
-    uint64_t key = e.add(p->fd.get(), EPOLLIN | EPOLLET, p);
-    pid_t tid = 0;
-    e.run_sync([&] { tid = ::gettid(); });
-    auto looks = [&] {
-        uint64_t n = 0;
-        e.run_sync([&] { n = e.busy_looks(); });
-        return n;
-    };
-    uint64_t one = 1;
-    ASSERT_EQ(::write(p->fd.get(), &one, sizeof(one)), 8);
-    ASSERT_TRUE(eventually([&] { return p->events == 1; }));
-    ASSERT_TRUE(eventually([&] { return ThreadState(tid) == 'S'; }));
-    uint64_t after_first = looks();
+    PollBench b("10000", true);
+    ASSERT_NO_FATAL_FAILURE(b.request(1));
+    uint64_t after_first = b.looks();
     ASSERT_GT(after_first, 0u);
-    ASSERT_EQ(::write(p->fd.get(), &one, sizeof(one)), 8);
-    ASSERT_TRUE(eventually([&] { return p->events == 2; }));
-    ASSERT_TRUE(eventually([&] { return ThreadState(tid) == 'S'; }));
-    EXPECT_EQ(looks(), after_first) << "the engine polled again after a preempted window";
-    e.remove(key);
+    ASSERT_NO_FATAL_FAILURE(b.request(2));
+    EXPECT_EQ(b.looks(), after_first) << "the engine polled again after a preempted window";
 }

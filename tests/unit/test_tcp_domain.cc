@@ -36,6 +36,7 @@
 #include "provider/tcp/upgrade.h"
 #include "provider_env.h"
 #include "socket_spy.h"
+#include "thread_state.h"
 
 using namespace rpma;
 
@@ -514,6 +515,22 @@ class TcpWaiterServesTest : public TcpDomainTest, public ::testing::WithParamInt
     struct OnTcp : ProviderEnv {
         OnTcp() : ProviderEnv("tcp") {}
     };
+    // With nobody waiting on c_ any more: a send's answer reaches c_'s completion channel, that
+    // is the engine took c_'s socket back.
+    void AnswerReachesTheChannel(uint64_t id) {
+        // Events for completions the engine delivered meanwhile go first: only the next counts.
+        ASSERT_NO_FATAL_FAILURE(NonBlocking(c_.ch->fd()));
+        while (c_.ch->wait()) {
+        }
+        ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, id, true}), 0);
+        c_.cq->arm();
+        ASSERT_EQ(c_.qp->post_send(Send(id)), 0);
+        ASSERT_TRUE(Readable(c_.ch->fd(), 5000)) << "the engine did not take the answers back";
+        ibv_wc wc{};
+        int n = 0;
+        EXPECT_EQ(c_.cq->get_wc(1, &wc, &n), 0);
+        EXPECT_EQ(wc.wr_id, id);
+    }
     // The engine thread's voluntary context switches so far: one per sleep it woke from.
     long EngineSleeps() {
         auto *engine = static_cast<tcp::Domain *>(dom_.get())->engine();
@@ -586,18 +603,7 @@ TEST_P(TcpWaiterServesTest, AnswersReachTheChannelAfterTheLastWait) {
         ASSERT_EQ(c_.qp->post_send(Send(id)), 0);
         ASSERT_EQ(Next(c_).wr_id, id);
     }
-    // Events for completions the engine delivered meanwhile go first: only the next may count.
-    ASSERT_NO_FATAL_FAILURE(NonBlocking(c_.ch->fd()));
-    while (c_.ch->wait()) {
-    }
-    ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, 4, true}), 0);
-    c_.cq->arm();
-    ASSERT_EQ(c_.qp->post_send(Send(4)), 0);
-    ASSERT_TRUE(Readable(c_.ch->fd(), 5000)) << "the engine did not take the answers back";
-    ibv_wc wc{};
-    int n = 0;
-    EXPECT_EQ(c_.cq->get_wc(1, &wc, &n), 0);
-    EXPECT_EQ(wc.wr_id, 4u);
+    ASSERT_NO_FATAL_FAILURE(AnswerReachesTheChannel(4));
 }
 
 // The same after a thread read its answers across many of the engine's checks, each further off
@@ -615,15 +621,7 @@ TEST_P(TcpWaiterServesTest, AnswersReachTheChannelAfterLongReading) {
         while (s_.cq->get_wc(1, &wc, &n) == 0) {
         }
     }
-    ASSERT_NO_FATAL_FAILURE(NonBlocking(c_.ch->fd()));
-    while (c_.ch->wait()) {
-    }
-    ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, 1000, true}), 0);
-    c_.cq->arm();
-    ASSERT_EQ(c_.qp->post_send(Send(1000)), 0);
-    ASSERT_TRUE(Readable(c_.ch->fd(), 5000)) << "the engine did not take the answers back";
-    EXPECT_EQ(c_.cq->get_wc(1, &wc, &n), 0);
-    EXPECT_EQ(wc.wr_id, 1000u);
+    ASSERT_NO_FATAL_FAILURE(AnswerReachesTheChannel(1000));
 }
 
 // A thread asleep in a wait costs the engine no wake-up per millisecond: two checks find the
@@ -669,13 +667,6 @@ class TcpEnginePollsTest : public TcpWaiterServesTest {
         ASSERT_NE(static_cast<tcp::Domain *>(dom_.get())->engine(), nullptr);
         ::unsetenv("RPMA_SPIN_US");
     }
-    // The state letter of /proc/self/task/TID/stat ('S': asleep), '?' if unreadable.
-    static char ThreadState(pid_t tid) {
-        std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
-        std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-        size_t end = stat.rfind(')');  // the name may hold spaces and parentheses
-        return end == std::string::npos || end + 2 >= stat.size() ? '?' : stat[end + 2];
-    }
 };
 
 TEST_P(TcpEnginePollsTest, PollsAfterServingWritesThenSleeps) {
@@ -686,12 +677,9 @@ TEST_P(TcpEnginePollsTest, PollsAfterServingWritesThenSleeps) {
     ASSERT_EQ(dom_->register_memory(dst, sizeof(dst), RPMA_MR_USAGE_WRITE_DST, &dst_mr), 0);
     for (uint64_t id = 1; id <= 10; ++id) {  // each served by the target side's engine
         std::memset(buf_, static_cast<int>('a' + id), 8);
-        prov::SendWr w;
+        prov::SendWr w = Send(id);  // as a write of 8 bytes
         w.op = prov::WrOp::kWrite;
-        w.wr_id = id;
-        w.local = buf_;
         w.len = 8;
-        w.local_region = mr_;
         w.raddr = reinterpret_cast<uint64_t>(dst) + id * 4;
         w.rkey = dst_mr->rkey();
         ASSERT_EQ(c_.qp->post_send(std::move(w)), 0);
@@ -708,7 +696,7 @@ TEST_P(TcpEnginePollsTest, PollsAfterServingWritesThenSleeps) {
     for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
          !slept && std::chrono::steady_clock::now() < until;
          std::this_thread::sleep_for(std::chrono::milliseconds(1)))
-        slept = ThreadState(tid) == 'S';
+        slept = test::ThreadState(tid) == 'S';
     EXPECT_TRUE(slept) << "the engine kept polling after the writes stopped";
     uint64_t looks = 0;
     engine->run_sync([&] { looks = engine->busy_looks(); });
