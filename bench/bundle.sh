@@ -16,6 +16,8 @@
 # DIR/run.py     bench/run.py;  DIR/run.sh: python3 run.py --bin-dir DIR/bin "$@"
 # DIR/MANIFEST   each bundled file with the Debian package (and version) it was copied from
 #
+# RPMA_BUNDLE_LIB_FIRST=DIR2 puts DIR2 before DIR/lib (run.py's --baseline-lib sets it, so the
+# rpma_base peer can load another librpma.so.0; LD_LIBRARY_PATH is not honoured, see below).
 # The library path is given to the loader per program rather than exported as LD_LIBRARY_PATH:
 # the host's python3 must keep the host's libc (a bundled libc.so.6 next to the host's loader
 # would not start). Missing peers (no libfabric or UCX installed here) are left out with a
@@ -134,7 +136,8 @@ case \$0 in */*) B=\${0%/*} ;; *) B=. ;; esac
 L=\$B/../lib
 FI_PROVIDER_PATH=\$L/libfabric UCX_MODULE_DIR=\$L/ucx
 export FI_PROVIDER_PATH UCX_MODULE_DIR
-exec "\$L/$LOADER_NAME" --library-path "\$L" --argv0 "\$0" "\$B/../libexec/$name" "\$@"
+exec "\$L/$LOADER_NAME" --library-path "\${RPMA_BUNDLE_LIB_FIRST:+\$RPMA_BUNDLE_LIB_FIRST:}\$L" \\
+    --argv0 "\$0" "\$B/../libexec/$name" "\$@"
 EOF
     chmod +x "$DIR/bin/$name"
 done

@@ -379,7 +379,10 @@ class Runner:
     def rpma_base(self, kind, size, spin):
         if not self.a.baseline_lib:
             return None
-        env = dict(os.environ, LD_LIBRARY_PATH=self.a.baseline_lib)
+        # a bundle's wrappers (bench/bundle.sh) give the loader its own path: the variable
+        # that puts the baseline first there
+        env = dict(os.environ, LD_LIBRARY_PATH=self.a.baseline_lib,
+                   RPMA_BUNDLE_LIB_FIRST=self.a.baseline_lib)
         v, extra, cmd = self.rpma(kind, size, spin, env)
         return v, extra, [f"LD_LIBRARY_PATH={self.a.baseline_lib}"] + cmd
 

@@ -22,6 +22,7 @@ struct Channel {
     std::deque<char> bytes;
     bool eof = false;
     size_t capacity = 256 * 1024;
+    size_t largest_offer = 0;  // the most bytes one writev offered
 };
 
 // One end of a pipe: writes into `out`, reads from `in`.
@@ -35,6 +36,9 @@ class MemStream final : public ByteStream {
             errno = EPIPE;
             return -1;
         }
+        size_t offer = 0;
+        for (int i = 0; i < n; ++i) offer += iov[i].iov_len;
+        out_->largest_offer = std::max(out_->largest_offer, offer);
         size_t room = out_->capacity - out_->bytes.size(), put = 0;
         for (int i = 0; i < n && room > 0; ++i) {
             size_t k = std::min(room, iov[i].iov_len);

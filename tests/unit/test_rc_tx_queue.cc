@@ -1,5 +1,6 @@
 // The frames queued on one stream (rc/tx_queue.h) over an in-memory stream: gathered in order,
-// a full stream, a frame whose region died, a close's pruning and the ACK before a Disconnect.
+// a full stream, calls of at most kSendChunk bytes, a frame whose region died, a close's pruning
+// and the ACK before a Disconnect.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -9,6 +10,7 @@
 
 #include "../support/mem_stream.h"
 #include "provider/rc/opcode.h"
+#include "provider/rc/qp_internal.h"
 #include "provider/rc/tx_queue.h"
 #include "provider/soft/region.h"
 
@@ -121,6 +123,46 @@ TEST_F(RcTxQueueTest, AZeroFilledPayloadSendsZeros) {
     std::vector<char> payload;
     headers(&payload);
     EXPECT_EQ(payload, std::vector<char>(100, 0));
+}
+
+TEST_F(RcTxQueueTest, ACallOffersAtMostAChunkAndLongPayloadsLeaveWholeAcrossCalls) {
+    capacity(16 << 20);
+    std::vector<char> big(700 * 1024);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i % 251);
+    auto region = std::make_shared<Region>(big.data(), big.size(), 0, 9);
+    for (uint64_t seq = 1; seq <= 3; ++seq) {
+        TxItem it = frame(Op::kReadResp, seq, 0, seq);
+        it.data = big.data() + seq;  // each payload starts elsewhere: a mix-up shows
+        it.len = big.size() - 3;
+        it.hdr.length = static_cast<uint32_t>(it.len);
+        it.guard = region;
+        q_.push(std::move(it));
+    }
+    TxItem zeros = with_data(Op::kWrite, 0, 4);
+    zeros.len = 3 * kZeroSize + 5;  // more than g_zero holds
+    zeros.hdr.length = static_cast<uint32_t>(zeros.len);
+    zeros.zero_fill = true;
+    zeros.guard.reset();
+    q_.push(std::move(zeros));
+    EXPECT_EQ(q_.send(io_), TxQueue::Sent::kAll);
+    EXPECT_TRUE(q_.empty());
+    EXPECT_EQ(q_.data_items(), 0u);
+    {
+        std::lock_guard lk(out_->mu);
+        EXPECT_LE(out_->largest_offer, kSendChunk);
+        EXPECT_EQ(out_->bytes.size(), 4 * kHeaderSize + 3 * (big.size() - 3) + 3 * kZeroSize + 5);
+    }
+    std::vector<char> payload;
+    auto got = headers(&payload);
+    ASSERT_EQ(got.size(), 4u);
+    std::vector<char> want;
+    for (size_t seq = 1; seq <= 3; ++seq) {
+        EXPECT_EQ(got[seq - 1].aux, seq);
+        want.insert(want.end(), big.begin() + static_cast<long>(seq),
+                    big.begin() + static_cast<long>(seq + big.size() - 3));
+    }
+    want.insert(want.end(), 3 * kZeroSize + 5, 0);
+    EXPECT_TRUE(payload == want);
 }
 
 TEST_F(RcTxQueueTest, TheAnswerDueIsTheLastRequestSentThatAsksForOne) {

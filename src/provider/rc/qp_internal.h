@@ -29,6 +29,12 @@ inline bool ended_by_peer(ssize_t n, int err) noexcept {
 }
 constexpr size_t kDirectThreshold = 8192;
 constexpr int kMaxIov = 64;
+// Bytes per sendmsg at most. TCP pushes a call's segments to the peer as it copies them only
+// in part (at its end, or once half a window is queued), so one call of several MiB lets the
+// receiver sit idle while the sender copies, then copy it all from a cold cache. In half-MiB
+// calls the two copies overlap: 1.2-1.7x the bandwidth of 64 KiB and 1 MiB transfers
+// (docs/performance.md); 256 KiB calls measured worse for 1 MiB reads.
+constexpr size_t kSendChunk = 512 * 1024;
 // With this many requests outstanding and an answer on its way, a post only queues its frame
 // and leaves the requester alone: the thread that reads that answer runs it, sending every
 // frame queued by then in one sendmsg. Below it (depth-1 latency, GPSPM) every post runs the

@@ -58,31 +58,38 @@ TxQueue::Sent TxQueue::send(ByteStream &io) {
 int TxQueue::gather(iovec *iov, Region **held, int *nheld, TxItem **dead) {
     int niov = 0;
     size_t off = off_;
-    for (auto it = q_.begin(); it != q_.end() && niov + 2 <= kMaxIov; ++it) {
+    size_t room = kSendChunk;
+    for (auto it = q_.begin(); it != q_.end() && niov + 2 <= kMaxIov && room > 0; ++it) {
         if (off < kHeaderSize) {
-            iov[niov++] = {reinterpret_cast<char *>(&it->hdr) + off, kHeaderSize - off};
+            size_t n = std::min(kHeaderSize - off, room);
+            iov[niov++] = {reinterpret_cast<char *>(&it->hdr) + off, n};
+            room -= n;
+            if (n < kHeaderSize - off) break;
             off = 0;
         } else {
             off -= kHeaderSize;
         }
         if (it->len > off) {
+            size_t left = it->len - off;
+            size_t n = std::min(left, room);
+            if (n == 0) break;
             if (it->zero_fill) {
-                size_t n = std::min(it->len - off, sizeof(g_zero));
+                n = std::min(n, sizeof(g_zero));
                 iov[niov++] = {const_cast<char *>(g_zero), n};
-                if (n < it->len - off) break;
-                off = 0;
-                continue;
-            }
-            if (it->guard) {
-                // Held across the send: deregistration waits for it, and after it no byte of
-                // the region is read.
-                if (!it->guard->acquire()) {
-                    *dead = &*it;
-                    break;
+            } else {
+                if (it->guard) {
+                    // Held across the send: deregistration waits for it, and after it no byte
+                    // of the region is read.
+                    if (!it->guard->acquire()) {
+                        *dead = &*it;
+                        break;
+                    }
+                    held[(*nheld)++] = it->guard.get();
                 }
-                held[(*nheld)++] = it->guard.get();
+                iov[niov++] = {const_cast<char *>(it->data) + off, n};
             }
-            iov[niov++] = {const_cast<char *>(it->data) + off, it->len - off};
+            room -= n;
+            if (n < left) break;
         }
         off = 0;
     }
