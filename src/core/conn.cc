@@ -108,11 +108,11 @@ inline bool local_range_ok(const MrLocal *mr, size_t off, size_t len, const char
            range_refused(mr, off, len, what);
 }
 
-// The request's local side, with no temporary shared_ptr: its count is atomic, paid per request.
+// The request's local side, by reference: the provider takes a count only if it keeps it.
 inline void set_local(prov::SendWr &wr, const MrLocal *mr, size_t off) {
     if (!mr) return;
     wr.local = mr->ptr() + off;
-    wr.local_region = mr->region();
+    wr.local_region = &mr->region();
 }
 
 }  // namespace

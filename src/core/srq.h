@@ -49,8 +49,8 @@ inline int make_recv(Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64
     if (offset > dst->size() || len > dst->size() - offset || len > peer->caps().max_op_length)
         [[unlikely]]
         return recv_refused(dst, offset, len);
-    // Filled in place: a temporary would copy the region's shared_ptr once more per receive.
-    out->region = dst->region();
+    // Borrowed, not copied: a provider takes a count only if it keeps the receive.
+    out->borrowed = &dst->region();
     out->ptr = dst->ptr() + offset;
     out->len = static_cast<uint32_t>(len);
     out->usable = dst->local_write() && dst->peer() == peer;  // as a NIC checks the lkey

@@ -62,7 +62,10 @@ struct SendWr {
     bool signaled = true;
     char *local = nullptr;  // source, or destination of a read
     uint32_t len = 0;
-    std::shared_ptr<MemoryRegion> local_region;  // the region local points into (the domain's)
+    // The region local points into (the domain's), as the caller holds it: valid during
+    // post_send only. A provider that keeps the region past the post copies the pointer it
+    // finds here; one that needs only its key (verbs) takes no count, an atomic add per request.
+    const std::shared_ptr<MemoryRegion> *local_region = nullptr;
     // The local region may not be used this way (another peer's, or a read destination without
     // LOCAL_WRITE): the request completes with IBV_WC_LOC_PROT_ERR in its turn and touches no
     // memory, as a NIC checks an lkey.
@@ -76,7 +79,7 @@ struct SendWr {
 
 // One receive, posted to a queue pair or a shared receive queue.
 struct RecvWr {
-    std::shared_ptr<MemoryRegion> region;  // null for a 0-byte receive
+    std::shared_ptr<MemoryRegion> region;  // held: null for a 0-byte receive, or while borrowed
     char *ptr = nullptr;
     uint32_t len = 0;
     uint64_t wr_id = 0;
@@ -84,6 +87,16 @@ struct RecvWr {
     // belongs to another peer; a message for it completes with IBV_WC_LOC_PROT_ERR and touches
     // nothing, as a NIC checks the lkey
     bool usable = true;
+    // The region as the poster holds it, valid during the post only (SendWr::local_region): a
+    // provider that keeps the receive calls hold() first; one that needs its key only (verbs)
+    // reads mr() and takes no count.
+    const std::shared_ptr<MemoryRegion> *borrowed = nullptr;
+
+    MemoryRegion *mr() const noexcept { return borrowed ? borrowed->get() : region.get(); }
+    void hold() {
+        if (borrowed) region = *borrowed;
+        borrowed = nullptr;
+    }
 };
 
 class CompletionQueue;

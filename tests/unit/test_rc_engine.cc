@@ -175,6 +175,7 @@ class RcEngineTest : public ::testing::Test {
         std::shared_ptr<QueuePair> qp;
         std::vector<char> mem = std::vector<char>(64 * 1024);
         std::shared_ptr<Region> region;
+        std::shared_ptr<prov::MemoryRegion> local;  // region, as a post names its source
     };
 
     void SetUp() override {
@@ -206,6 +207,7 @@ class RcEngineTest : public ::testing::Test {
         side.qp = std::make_shared<TestQp>(&engine_, &side.mrs, cfg, &side.events);
         QpTestAccess::establish(*side.qp, client, main, join);
         side.region = side.mrs.add(side.mem.data(), side.mem.size(), kAllUsage);
+        side.local = side.region;
     }
 
     // Steps both sides until `side`'s CQ holds a completion (or a bound passes).
@@ -238,7 +240,7 @@ class RcEngineTest : public ::testing::Test {
         w.wr_id = id;
         w.local = client_.mem.data() + off;
         w.len = len;
-        w.local_region = client_.region;
+        w.local_region = &client_.local;
         w.raddr = reinterpret_cast<uintptr_t>(server_.mem.data()) + roff;
         w.rkey = server_.region->rkey();
         return w;
@@ -603,7 +605,7 @@ TEST_F(RcEngineTest, AReplyNeverCompletesBeforeTheMessageItAnswers) {
     reply.wr_id = 12;
     reply.local = server_.mem.data() + 200;
     reply.len = 8;
-    reply.local_region = server_.region;
+    reply.local_region = &server_.local;
     ASSERT_EQ(server_.qp->post_send(prov::SendWr(reply)), 0);
     // the client reads the server's request (the reply) before the server's ACK
     ASSERT_TRUE(next_wc(client_, &wc, true));
@@ -802,7 +804,7 @@ class RcEngineGatedAnswerTest : public RcEngineTest {
         w.wr_id = id;
         w.local = server_.mem.data();
         w.len = 8;
-        w.local_region = server_.region;
+        w.local_region = &server_.local;
         w.raddr = reinterpret_cast<uintptr_t>(client_.mem.data());
         w.rkey = client_.region->rkey();
         return w;

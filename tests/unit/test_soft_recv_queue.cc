@@ -139,4 +139,29 @@ TEST(SoftRecvQueue, ProviderRecvWrKeepsItsFields) {
     EXPECT_FALSE(r->usable);
 }
 
+// A poster lends its reference for the post only (as core does, to spare a count per receive):
+// the queue takes its own, so the region outlives the poster's.
+TEST(SoftRecvQueue, ABorrowedRegionIsHeldOnceQueued) {
+    RecvQueue q(4);
+    char buf[64];
+    std::shared_ptr<rpma::prov::MemoryRegion> poster =
+        std::make_shared<rpma::Region>(buf, sizeof(buf), RPMA_MR_USAGE_RECV, 78);
+    std::weak_ptr<rpma::prov::MemoryRegion> alive = poster;
+    rpma::prov::RecvWr wr;
+    wr.borrowed = &poster;
+    wr.ptr = buf;
+    wr.len = 8;
+    EXPECT_EQ(wr.mr(), poster.get());
+    EXPECT_EQ(wr.region, nullptr);  // borrowed: no count taken
+    ASSERT_EQ(q.post(wr), 0);
+    poster.reset();
+    EXPECT_FALSE(alive.expired());
+    auto r = q.take_or_wait(std::make_shared<CountingWaiter>());
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->borrowed, nullptr);
+    EXPECT_EQ(r->mr(), alive.lock().get());
+    r.reset();
+    EXPECT_TRUE(alive.expired());
+}
+
 }  // namespace

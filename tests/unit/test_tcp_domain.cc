@@ -487,7 +487,7 @@ class TcpWaiterServesTest : public TcpDomainTest, public ::testing::WithParamInt
         w.wr_id = id;
         w.local = buf_;
         w.len = 4;
-        w.local_region = mr_;
+        w.local_region = &mr_;
         return w;
     }
     // The next completion on side's CQ, by rpma_cq_wait or a polling loop (GetParam); wr_id 0

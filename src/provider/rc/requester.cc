@@ -23,7 +23,8 @@ static_assert(to_op(prov::WrOp::kSendImm) == Op::kSendImm &&
 int Requester::post(prov::SendWr wr, bool open, uint64_t ack, std::optional<TxItem> &frame) {
     Op op = to_op(wr.op);
     // the domain's regions are all Regions
-    auto local_region = std::static_pointer_cast<Region>(std::move(wr.local_region));
+    std::shared_ptr<Region> local_region;
+    if (wr.local_region) local_region = std::static_pointer_cast<Region>(*wr.local_region);
     if (completer_.error() || !open) {
         // as verbs: a QP in the error state takes the request and flushes it
         completer_.flush_post(wr.wr_id, op, wr.signaled);

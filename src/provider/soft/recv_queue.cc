@@ -7,6 +7,7 @@
 namespace rpma {
 
 int RecvQueue::post(prov::RecvWr r) {
+    r.hold();  // kept past the post
     std::vector<std::weak_ptr<RecvWaiter>> wake;
     {
         std::lock_guard lk(mu_);

@@ -190,7 +190,7 @@ int QueuePair::post_send(prov::SendWr &&wr) {
     w.wr.rdma.rkey = wr.rkey;
     if (wr.local_region) {
         sge =
-            ibv_sge{reinterpret_cast<uintptr_t>(wr.local), wr.len, lkey_of(wr.local_region.get())};
+            ibv_sge{reinterpret_cast<uintptr_t>(wr.local), wr.len, lkey_of(wr.local_region->get())};
         w.sg_list = &sge;
         w.num_sge = 1;
     }

@@ -30,8 +30,9 @@ class SharedRecvQueue final : public prov::SharedRecvQueue {
 inline void fill_recv(const prov::RecvWr &r, ibv_sge *sge, ibv_recv_wr *wr) noexcept {
     *wr = ibv_recv_wr{};
     wr->wr_id = r.wr_id;
-    if (!r.region) return;
-    *sge = ibv_sge{reinterpret_cast<uintptr_t>(r.ptr), r.len, lkey_of(r.region.get())};
+    const prov::MemoryRegion *mr = r.mr();
+    if (!mr) return;
+    *sge = ibv_sge{reinterpret_cast<uintptr_t>(r.ptr), r.len, lkey_of(mr)};
     wr->sg_list = sge;
     wr->num_sge = 1;
 }
