@@ -6,7 +6,10 @@ LD_LIBRARY_PATH: the same binary), beside perftest's ib_read_lat and ib_send_lat
 alternating. Prints the p50 of each round and the ratios of the medians.
 
     python3 bench/verbs_probe.py --probe build/bench/lat_probe --addr ADDR [--rounds 3]
-        [--iters 30000] [--json OUT|-]
+        [--iters 30000] [--base-lib DIR] [--json OUT|-]
+
+--base-lib DIR adds a peer "base": the same lat_probe over DIR's librpma.so.0 (another build of
+rpma), in the same rounds, for an A/B of two builds.
 
 In the soft-RoCE guest (docs/performance.md gives the command):
     bash tests/guest/guest.sh run --timeout 500 -- \\
@@ -90,9 +93,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=30000)
     ap.add_argument("--json", default="")
+    ap.add_argument("--base-lib", default="", help="a folder holding another build's librpma.so.0")
     a = ap.parse_args()
+    if a.base_lib and not os.path.isfile(os.path.join(a.base_lib, "librpma.so.0")):
+        ap.error(f"--base-lib {a.base_lib} holds no librpma.so.0")
     ref = reference_dir()
-    peers = ["rpma", "upstream", "perftest"]
+    peers = ["rpma"] + (["base"] if a.base_lib else []) + ["upstream", "perftest"]
     res = {op: {p: [] for p in peers} for op in PERFTEST}
     port = 18500
     for r in range(1, a.rounds + 1):
@@ -101,24 +107,27 @@ def main():
                 port += 1
                 if peer == "upstream" and not ref:
                     continue
+                lib = {"upstream": ref, "base": a.base_lib}.get(peer)
                 v = (run_perftest(a, op, port) if peer == "perftest" else
-                     run_probe(a, op, port, ref if peer == "upstream" else None))
+                     run_probe(a, op, port, lib))
                 res[op][peer].append(v)
                 print(f"  round {r} {op:9} {peer:8} p50 {v:7.2f} us", flush=True)
     print(f"\nlat_probe (one 8-byte round trip at a time, busy-polling) on {a.addr}: p50 in us, "
           f"medians of {a.rounds} rounds of {a.iters}; upstream = Debian's librpma "
-          f"({ref or 'not installed'})")
-    print("| op        |   rpma | upstream | perftest | rpma/upstream | rpma/perftest |")
-    print("|-----------|--------|----------|----------|---------------|---------------|")
+          f"({ref or 'not installed'})" + (f"; base = {a.base_lib}" if a.base_lib else ""))
+    print("| op        |   rpma | upstream | perftest | rpma/upstream | rpma/perftest | rpma/base |")
+    print("|-----------|--------|----------|----------|---------------|---------------|-----------|")
     out = {"addr": a.addr, "rounds": a.rounds, "iters": a.iters, "reference": ref, "cases": {}}
     for op in PERFTEST:
         med = {p: statistics.median(v) if v else None for p, v in res[op].items()}
         ru = med["rpma"] / med["upstream"] if med["upstream"] else None
         rp = med["rpma"] / med["perftest"]
+        rb = med["rpma"] / med["base"] if med.get("base") else None
         print(f"| {op:9} | {med['rpma']:6.2f} | {med['upstream'] or 0:8.2f} | "
-              f"{med['perftest']:8.2f} | {ru or 0:13.3f} | {rp:13.3f} |")
+              f"{med['perftest']:8.2f} | {ru or 0:13.3f} | {rp:13.3f} | "
+              f"{f'{rb:9.3f}' if rb else '        -'} |")
         out["cases"][op] = {"p50_us": res[op], "median": med, "rpma_to_upstream": ru,
-                            "rpma_to_perftest": rp}
+                            "rpma_to_perftest": rp, "rpma_to_base": rb}
     if a.json == "-":  # the guest's files vanish with it: print it
         print(json.dumps(out, indent=1))
     elif a.json:
