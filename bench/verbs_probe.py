@@ -121,8 +121,10 @@ def main():
     print(f"\nlat_probe (one 8-byte round trip at a time, busy-polling) on {a.addr}: p50 in us, "
           f"medians of {a.rounds} rounds of {a.iters}; upstream = Debian's librpma "
           f"({ref or 'not installed'})" + (f"; base = {a.base_lib}" if a.base_lib else ""))
-    print("| op        |   rpma | upstream | perftest | rpma/upstream | rpma/perftest | rpma/base |")
-    print("|-----------|--------|----------|----------|---------------|---------------|-----------|")
+    print("| op        |   rpma | upstream | perftest | rpma/upstream | rpma/perftest "
+          "| rpma/base |")
+    print("|-----------|--------|----------|----------|---------------|---------------"
+          "|-----------|")
     out = {"addr": a.addr, "rounds": a.rounds, "iters": a.iters, "reference": ref, "cases": {}}
     for op in PERFTEST:
         med = {p: statistics.median(v) if v else None for p, v in res[op].items()}
