@@ -100,8 +100,8 @@ void QueuePair::post_requests(QueuePair &qp, const std::shared_ptr<Region> &regi
     w.op = prov::WrOp::kWrite;
     qp.post_send(prov::SendWr(w));
     w.op = prov::WrOp::kRead;
-    std::shared_ptr<prov::MemoryRegion> local = region;
-    w.local_region = region ? &local : nullptr;
+    std::shared_ptr<prov::MemoryRegion> base = region;  // as a post names its source
+    w.local_region = region ? &base : nullptr;
     w.local = region ? region->addr() : nullptr;
     qp.post_send(prov::SendWr(w));
     w.op = prov::WrOp::kFlush;
