@@ -384,7 +384,8 @@ class Runner:
         env = dict(os.environ, LD_LIBRARY_PATH=self.a.baseline_lib,
                    RPMA_BUNDLE_LIB_FIRST=self.a.baseline_lib)
         v, extra, cmd = self.rpma(kind, size, spin, env)
-        return v, extra, [f"LD_LIBRARY_PATH={self.a.baseline_lib}"] + cmd
+        return v, extra, [f"LD_LIBRARY_PATH={self.a.baseline_lib}",
+                          f"RPMA_BUNDLE_LIB_FIRST={self.a.baseline_lib}"] + cmd
 
     def tcp(self, kind, size, spin, messages=1, server=None):
         if kind == "gpspm":

@@ -128,10 +128,10 @@ def main():
     out = {"addr": a.addr, "rounds": a.rounds, "iters": a.iters, "reference": ref, "cases": {}}
     for op in PERFTEST:
         med = {p: statistics.median(v) if v else None for p, v in res[op].items()}
-        ru = med["rpma"] / med["upstream"] if med["upstream"] else None
         if not med["rpma"] or not med["perftest"]:
             print(f"| {op:9} | no {'rpma' if not med['rpma'] else 'perftest'} sample |")
             continue
+        ru = med["rpma"] / med["upstream"] if med["upstream"] else None
         rp = med["rpma"] / med["perftest"]
         rb = med["rpma"] / med["base"] if med.get("base") else None
         print(f"| {op:9} | {med['rpma']:6.2f} | {med['upstream'] or 0:8.2f} | "
