@@ -1,0 +1,19 @@
+// Which sanitizer the build runs under, for the few places that must show it an order it cannot
+// see by itself.
+#pragma once
+
+namespace rpma {
+
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+
+}  // namespace rpma
