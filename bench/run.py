@@ -30,9 +30,10 @@ tcp-2msg-spin is the same with a server that never sleeps (tcp_peer lat --server
 target engine polls while requests come (RPMA_SPIN_US): what a target that keeps a core can reach.
 
 RDMA (issue 20): rpma-verbs (rpma-perf server and client with --provider verbs on the address of
-an RDMA device: --verbs-addr, $RPMA_VERBS_ADDR, $RPMA_GUEST_ADDR or the first RDMA link's) and
-perftest (ib_write_bw, ib_read_bw, ib_read_lat, ib_write_lat, ib_send_lat, all -R, server and
-client on that address), alias verbs; where there is no RDMA device they are reported unavailable,
+an RDMA device: --verbs-addr, $RPMA_VERBS_ADDR, $RPMA_GUEST_ADDR or the first RDMA link's),
+upstream-verbs (the same rpma-perf over Debian's librpma0, by LD_LIBRARY_PATH: what the tool
+costs on the library it was written for) and perftest (ib_write_bw, ib_read_bw, ib_read_lat,
+ib_write_lat, ib_send_lat, all -R, server and client on that address), alias verbs; where there is no RDMA device they are reported unavailable,
 once. Case mapping in VERBS_CASES' comment and docs/performance.md; the run in the soft-RoCE guest:
     bash tests/guest/guest.sh run --timeout 580 -- "python3 bench/run.py --peers verbs \\
         --perf build/tools/rpma-perf/rpma-perf --out bench/results-verbs.json ..." (the
@@ -96,7 +97,9 @@ CPU_TARGETS = [("write_64k", "tcp", "<=", 1.2)]
 # twice what it prints). They run by default whenever a verbs peer runs, and only for those peers.
 VERBS_CASES = [("read_lat_busy_poll", "readlat", 8, True),
                ("write_lat_busy_poll", "writelat", 8, True)]
-VERBS_PEERS = ["rpma-verbs", "perftest"]
+# upstream-verbs: the same rpma-perf over Debian's librpma (upstream, by LD_LIBRARY_PATH), so
+# that what the tool itself costs shows beside what the library does
+VERBS_PEERS = ["rpma-verbs", "upstream-verbs", "perftest"]
 # (case, relation, value): rpma-verbs / perftest, medians of the same run
 VERBS_TARGETS = [(f"{op}_{n}", ">=", 0.9) for op in ("write", "read") for n, _ in SIZES] + \
     [(c, "<=", 1.1) for c in ("read_lat_busy_poll", "write_lat_busy_poll", "sendrecv_blocking",
@@ -216,12 +219,14 @@ class Runner:
     # (--busy-poll) but sendrecv_blocking, as perftest polls unless -e; timed by the TSC
     # (--clock tsc), as perftest times: a guest's CLOCK_MONOTONIC is an emulated HPET read,
     # several microseconds per operation
-    def rpma_verbs(self, kind, size, spin):
+    def rpma_verbs(self, kind, size, spin, libdir=None):
         if kind in ("idle", "gpspm", "lat"):
             return None  # no perftest counterpart (lat: write+flush, see docs/performance.md)
         addr = self.verbs_ready()
         busy = spin or kind in ("write", "read")
         env = dict(os.environ, RPMA_PROVIDER="verbs")
+        if libdir:
+            env["LD_LIBRARY_PATH"] = libdir
         prov = ["--provider", "verbs"] if self.perf_has_provider_verbs else []
         port = str(self.next_port())
         region = 64 * MiB
@@ -260,13 +265,23 @@ class Runner:
             raise RuntimeError("rpma-perf data check failed")
         if j.get("provider") != "verbs":
             raise RuntimeError(f"rpma-perf ran provider {j.get('provider')}, not verbs")
-        # perftest's iterations for the same case in this run: about --time seconds at this rate
-        self.verbs_rate[(kind, size, spin)] = j["ops"] / max(j["seconds"], 1e-6)
+        if not libdir:
+            # perftest's iterations for the same case in this run: about --time seconds at
+            # rpma's rate
+            self.verbs_rate[(kind, size, spin)] = j["ops"] / max(j["seconds"], 1e-6)
         v = j["lat_us"]["p50"] if kind in LAT_KINDS else j["bw_bytes_per_s"] / MiB
         return v, {"client_cpu_s": j["client_cpu_s"], "server_cpu_s": j["server_cpu_s"],
                    "p99_us": j["lat_us"]["p99"], "mean_us": j["lat_us"]["mean"],
                    "ops": j["ops"], "busy_poll": busy, **self.cpu_extra(j, j["bytes"])}, \
+            ([f"LD_LIBRARY_PATH={libdir}"] if libdir else []) + \
             ([] if prov else ["RPMA_PROVIDER=verbs"]) + cmd
+
+    # the same over upstream librpma (Debian's librpma0), the library the tool was written for
+    def upstream_verbs(self, kind, size, spin):
+        d = reference_lib_dir()
+        if not d:
+            raise Unavailable("Debian's librpma.so.0 (librpma0) is not installed")
+        return self.rpma_verbs(kind, size, spin, libdir=d)
 
     # perftest, server and client on the same address, connected by rdma_cm (-R)
     def perftest(self, kind, size, spin):
@@ -490,6 +505,14 @@ def parse_perftest(out, kind):
             if kind not in LAT_KINDS and len(f) >= 5:
                 return dict(zip(("bytes", "iterations", "bw_peak", "bw_avg", "msg_rate_mpps"),
                                 f))
+    return None
+
+
+def reference_lib_dir():
+    """the directory of Debian's librpma.so.0 (upstream), or None"""
+    for d in ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"):
+        if os.path.exists(os.path.join(d, "librpma.so.0")):
+            return d
     return None
 
 
@@ -945,9 +968,11 @@ def verbs_summary(case, kind, samples, extras):
     p99 = None
     if kind in LAT_KINDS:
         p99 = {p: statistics.median(e["p99_us"] for e in extras[(case, p)])
-               for p in VERBS_PEERS}
+               for p in VERBS_PEERS if extras[(case, p)]}
+    up = samples[(case, "upstream-verbs")]
     return {"verbs_ratio": ratio, "verbs_ratio_per_run": per_run if len(rv) == len(pt) else None,
-            "verbs_p99_us": p99, "verbs_target": target}
+            "verbs_ratio_to_upstream": statistics.median(rv) / statistics.median(up) if up
+            else None, "verbs_p99_us": p99, "verbs_target": target}
 
 
 def print_verbs_table(a, info, out, errors):
@@ -956,9 +981,11 @@ def print_verbs_table(a, info, out, errors):
     print(f"\nrpma over verbs against perftest on {v.get('addr')} ({v.get('perftest')}): "
           f"medians of {a.runs} runs of {a.time:g} s, the peers alternating, {info['cpus']} "
           f"CPUs; latency = p50 round trip in us (ib_write_lat, ib_send_lat: twice what they "
-          f"print), bandwidth in MiB/s at depth {DEPTH}; ratio = rpma / perftest\n")
-    hdr = f"| {'case':20s} | {'perftest':14s} | {'rpma-verbs':>10s} | {'perftest':>10s} | " \
-          f"{'ratio':>6s} | {'per run':24s} | {'rpma p99':>8s} | {'pt p99':>8s} | target |"
+          f"print), bandwidth in MiB/s at depth {DEPTH}; ratio = rpma / perftest; upstream = "
+          f"rpma-perf over upstream librpma, /up = rpma / upstream\n")
+    hdr = f"| {'case':20s} | {'perftest':14s} | {'rpma-verbs':>10s} | {'upstream':>10s} | " \
+          f"{'perftest':>10s} | {'ratio':>6s} | {'/up':>6s} | {'per run':24s} | " \
+          f"{'rpma p99':>8s} | {'pt p99':>8s} | target |"
     print(hdr)
     print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
     for c in out["cases"]:
@@ -976,6 +1003,7 @@ def print_verbs_table(a, info, out, errors):
             return f"{c['median'][p]:.1f}" if c["kind"] in LAT_KINDS else \
                 f"{c['median'][p]:.0f}"
         r = c.get("verbs_ratio")
+        ru = c.get("verbs_ratio_to_upstream")
         pr = ",".join("-" if x is None else f"{x:.2f}" for x in c.get("verbs_ratio_per_run") or [])
         t = c.get("verbs_target")
         tg = f"{t['relation']}{t['value']:g}: {verdict(t)}" if t else ""
@@ -984,7 +1012,8 @@ def print_verbs_table(a, info, out, errors):
         def us(x):
             return "-" if x is None else f"{x:.1f}"
         print(f"| {c['case']:20s} | {tool:14s} | {cell('rpma-verbs'):>10s} | "
-              f"{cell('perftest'):>10s} | {'-' if r is None else f'{r:.2f}x':>6s} | "
+              f"{cell('upstream-verbs'):>10s} | {cell('perftest'):>10s} | "
+              f"{'-' if r is None else f'{r:.2f}x':>6s} | {'-' if ru is None else f'{ru:.2f}x':>6s} | "
               f"{pr:24s} | {us(p99.get('rpma-verbs')):>8s} | {us(p99.get('perftest')):>8s} | "
               f"{tg}")
 

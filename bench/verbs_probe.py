@@ -24,19 +24,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import parse_perftest  # noqa: E402 (bench/run.py reads perftest's figures)
+from run import parse_perftest, reference_lib_dir  # noqa: E402 (shared with bench/run.py)
 
 # op: (tool, run.py's kind for it, what one printed figure is of a round trip)
 PERFTEST = {"read": ("ib_read_lat", "readlat", 1), "send-recv": ("ib_send_lat", "sendrecv", 2)}
-
-
-def reference_dir():
-    """the directory of Debian's librpma.so.0 (upstream), or None"""
-    for d in ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"):
-        p = os.path.join(d, "librpma.so.0")
-        if os.path.exists(p):
-            return d
-    return None
 
 
 def reap(srv):
@@ -99,7 +90,7 @@ def main():
     a = ap.parse_args()
     if a.base_lib and not os.path.isfile(os.path.join(a.base_lib, "librpma.so.0")):
         ap.error(f"--base-lib {a.base_lib} holds no librpma.so.0")
-    ref = reference_dir()
+    ref = reference_lib_dir()
     peers = ["rpma"] + (["base"] if a.base_lib else []) + ["upstream", "perftest"]
     res = {op: {p: [] for p in peers} for op in PERFTEST}
     port = 18500
