@@ -32,7 +32,8 @@ target engine polls while requests come (RPMA_SPIN_US): what a target that keeps
 RDMA (issue 20): rpma-verbs (rpma-perf server and client with --provider verbs on the address of
 an RDMA device: --verbs-addr, $RPMA_VERBS_ADDR, $RPMA_GUEST_ADDR or the first RDMA link's),
 upstream-verbs (the same rpma-perf over Debian's librpma0, by LD_LIBRARY_PATH: what the tool
-costs on the library it was written for) and perftest (ib_write_bw, ib_read_bw, ib_read_lat,
+costs on the library it was written for), base-verbs (the same over --baseline-lib's
+librpma: an A/B of two builds; not in the alias) and perftest (ib_write_bw, ib_read_bw, ib_read_lat,
 ib_write_lat, ib_send_lat, all -R, server and client on that address), alias verbs; where there is no RDMA device they are reported unavailable,
 once. Case mapping in VERBS_CASES' comment and docs/performance.md; the run in the soft-RoCE guest:
     bash tests/guest/guest.sh run --timeout 580 -- "python3 bench/run.py --peers verbs \\
@@ -99,7 +100,8 @@ VERBS_CASES = [("read_lat_busy_poll", "readlat", 8, True),
                ("write_lat_busy_poll", "writelat", 8, True)]
 # upstream-verbs: the same rpma-perf over Debian's librpma (upstream, by LD_LIBRARY_PATH), so
 # that what the tool itself costs shows beside what the library does
-VERBS_PEERS = ["rpma-verbs", "upstream-verbs", "perftest"]
+# base-verbs: the same over --baseline-lib's librpma (another build), for an A/B of two builds
+VERBS_PEERS = ["rpma-verbs", "upstream-verbs", "base-verbs", "perftest"]
 # (case, relation, value): rpma-verbs / perftest, medians of the same run
 VERBS_TARGETS = [(f"{op}_{n}", ">=", 0.9) for op in ("write", "read") for n, _ in SIZES] + \
     [(c, "<=", 1.1) for c in ("read_lat_busy_poll", "write_lat_busy_poll", "sendrecv_blocking",
@@ -130,7 +132,8 @@ PEERS = ["rpma", "tcp", "tcp-2msg", "tcp-2msg-spin", "libfabric", "ucx", "rpma_b
          "rpma-shm", "shm-spin", "shm-eventfd", "memcpy", "pvm-writev"] + VERBS_PEERS
 TCP_PEERS = ["tcp", "libfabric", "ucx", "rpma_base"]  # the main table and the plot
 SHM_PEERS = ["rpma-shm", "shm-spin", "shm-eventfd", "memcpy", "pvm-writev"]
-PEER_ALIASES = {"shm": ["rpma"] + SHM_PEERS, "verbs": VERBS_PEERS}
+PEER_ALIASES = {"shm": ["rpma"] + SHM_PEERS,
+                "verbs": [p for p in VERBS_PEERS if p != "base-verbs"]}
 IDLE_PEERS = ("rpma", "rpma-shm")  # the only peers of IDLE_CASES
 
 
@@ -282,6 +285,11 @@ class Runner:
         if not d:
             raise Unavailable("Debian's librpma.so.0 (librpma0) is not installed")
         return self.rpma_verbs(kind, size, spin, libdir=d)
+
+    def base_verbs(self, kind, size, spin):
+        if not self.a.baseline_lib:
+            raise Unavailable("no --baseline-lib")
+        return self.rpma_verbs(kind, size, spin, libdir=self.a.baseline_lib)
 
     # perftest, server and client on the same address, connected by rdma_cm (-R)
     def perftest(self, kind, size, spin):
@@ -969,10 +977,15 @@ def verbs_summary(case, kind, samples, extras):
     if kind in LAT_KINDS:
         p99 = {p: statistics.median(e["p99_us"] for e in extras[(case, p)])
                for p in VERBS_PEERS if extras[(case, p)]}
-    up = samples[(case, "upstream-verbs")]
+    up, base = samples[(case, "upstream-verbs")], samples[(case, "base-verbs")]
     return {"verbs_ratio": ratio, "verbs_ratio_per_run": per_run if len(rv) == len(pt) else None,
             "verbs_ratio_to_upstream": statistics.median(rv) / statistics.median(up) if up
-            else None, "verbs_p99_us": p99, "verbs_target": target}
+            else None,
+            "verbs_ratio_to_base": statistics.median(rv) / statistics.median(base) if base
+            else None,
+            "verbs_ratio_to_base_per_run": [x / y for x, y in zip(rv, base)]
+            if base and len(base) == len(rv) else None,
+            "verbs_p99_us": p99, "verbs_target": target}
 
 
 def print_verbs_table(a, info, out, errors):
@@ -1016,6 +1029,11 @@ def print_verbs_table(a, info, out, errors):
               f"{'-' if r is None else f'{r:.2f}x':>6s} | {'-' if ru is None else f'{ru:.2f}x':>6s} | "
               f"{pr:24s} | {us(p99.get('rpma-verbs')):>8s} | {us(p99.get('perftest')):>8s} | "
               f"{tg}")
+    for c in out["cases"]:
+        rb = c.get("verbs_ratio_to_base")
+        if rb is not None:
+            runs = ",".join(f"{x:.2f}" for x in c.get("verbs_ratio_to_base_per_run") or [])
+            print(f"  {c['case']}: rpma / base-verbs ({a.baseline_lib}) {rb:.2f}x, per run {runs}")
 
 
 def verdict(t):

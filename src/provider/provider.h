@@ -55,27 +55,29 @@ class MemoryRegion {
 
 enum class WrOp { kWrite, kWriteImm, kRead, kAtomicWrite, kFlush, kSend, kSendImm };
 
-// One work request for the send queue.
+// One work request for the send queue. The 8-byte fields come first: packed in 64 bytes, a
+// post zeroes it in four stores (every post builds one).
 struct SendWr {
-    WrOp op = WrOp::kWrite;
     uint64_t wr_id = 0;
-    bool signaled = true;
     char *local = nullptr;  // source, or destination of a read
-    uint32_t len = 0;
     // The region local points into (the domain's), as the caller holds it: valid during
     // post_send only. A provider that keeps the region past the post copies the pointer it
     // finds here; one that needs only its key (verbs) takes no count, an atomic add per request.
     const std::shared_ptr<MemoryRegion> *local_region = nullptr;
+    uint64_t raddr = 0;
+    uint64_t value = 0;  // atomic write
+    WrOp op = WrOp::kWrite;
+    uint32_t len = 0;
+    uint32_t rkey = 0;
+    uint32_t imm = 0;
+    bool signaled = true;
     // The local region may not be used this way (another peer's, or a read destination without
     // LOCAL_WRITE): the request completes with IBV_WC_LOC_PROT_ERR in its turn and touches no
     // memory, as a NIC checks an lkey.
     bool local_fault = false;
-    uint64_t raddr = 0;
-    uint32_t rkey = 0;
-    uint32_t imm = 0;
-    uint64_t value = 0;       // atomic write
     bool persistent = false;  // flush: RPMA_FLUSH_TYPE_PERSISTENT
 };
+static_assert(sizeof(SendWr) == 64);
 
 // One receive, posted to a queue pair or a shared receive queue.
 struct RecvWr {
