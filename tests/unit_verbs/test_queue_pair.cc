@@ -1,7 +1,11 @@
 // verbs::QueuePair: each step of making one failing (client and server side, everything made
 // before the failure destroyed), and connect, accept, disconnect and posting failing.
+#include <arpa/inet.h>
+
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "qp_fixture.h"
 
@@ -145,6 +149,79 @@ TEST_F(QpTest, PostRecvFails) {
     fake::fail("ibv_post_recv", ENOMEM);
     EXPECT_EQ(qp_->post_recv(prov::RecvWr{}), RPMA_E_PROVIDER);
     EXPECT_TRUE(logged_error("ibv_post_recv", "(the receive queue is full)"));
+}
+
+// Fills the stack the next call will use with a pattern, so that a field a post forgets to set
+// shows as that pattern rather than as a zero an earlier call left there.
+[[gnu::noinline]] void dirty_stack() {
+    volatile unsigned char junk[4096];
+    for (auto &b : junk) b = 0xa5;
+}
+
+// A post sets the fields a device reads of an RC request, for every operation the core posts,
+// instead of zeroing the whole work request (the memory-window and TSO unions stay unset, as
+// upstream leaves them).
+TEST_F(QpTest, APostSetsEveryFieldADeviceReads) {
+    ASSERT_EQ(create_active(), 0);
+    std::vector<char> buf(64);
+    std::shared_ptr<prov::MemoryRegion> mr;
+    ASSERT_EQ(dom_->register_memory(buf.data(), buf.size(),
+                                    RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_READ_DST, &mr),
+              0);
+    struct Case {
+        prov::WrOp op;
+        ibv_wr_opcode opcode;
+        bool remote;
+        bool imm;
+    };
+    const Case cases[] = {{prov::WrOp::kWrite, IBV_WR_RDMA_WRITE, true, false},
+                          {prov::WrOp::kWriteImm, IBV_WR_RDMA_WRITE_WITH_IMM, true, true},
+                          {prov::WrOp::kRead, IBV_WR_RDMA_READ, true, false},
+                          {prov::WrOp::kSend, IBV_WR_SEND, false, false},
+                          {prov::WrOp::kSendImm, IBV_WR_SEND_WITH_IMM, false, true}};
+    for (const Case &c : cases) {
+        for (bool with_src : {true, false}) {
+            for (bool sig : {true, false}) {
+                SCOPED_TRACE(testing::Message() << "opcode " << c.opcode << " with_src " << with_src
+                                                << " signaled " << sig);
+                prov::SendWr wr;
+                wr.op = c.op;
+                wr.wr_id = 0x1234;
+                wr.signaled = sig;
+                wr.raddr = 0x9000;
+                wr.rkey = 55;
+                wr.imm = 0x01020304;
+                if (with_src) {
+                    wr.local = buf.data() + 8;
+                    wr.len = 16;
+                    wr.local_region = &mr;
+                }
+                dirty_stack();
+                ASSERT_EQ(qp_->post_send(std::move(wr)), 0);
+                const ibv_send_wr &w = fake::seen().send_wr;
+                EXPECT_EQ(w.wr_id, 0x1234u);
+                EXPECT_EQ(w.next, nullptr);
+                EXPECT_EQ(w.opcode, c.opcode);
+                EXPECT_EQ(w.send_flags, sig ? static_cast<unsigned>(IBV_SEND_SIGNALED) : 0u);
+                EXPECT_EQ(w.num_sge, with_src ? 1 : 0);
+                if (with_src) {
+                    const ibv_sge &sge = fake::seen().send_sge;
+                    EXPECT_EQ(sge.addr, reinterpret_cast<uintptr_t>(buf.data() + 8));
+                    EXPECT_EQ(sge.length, 16u);
+                    EXPECT_EQ(sge.lkey, mr->lkey());
+                } else {
+                    EXPECT_EQ(w.sg_list, nullptr);
+                }
+                if (c.remote) {
+                    EXPECT_EQ(w.wr.rdma.remote_addr, 0x9000u);
+                    EXPECT_EQ(w.wr.rdma.rkey, 55u);
+                }
+                if (c.imm) {
+                    EXPECT_EQ(w.imm_data, htonl(0x01020304));
+                }
+            }
+        }
+    }
 }
 
 TEST_F(QpTest, FlushReadsIntoItsOwnRegion) {
