@@ -3,10 +3,11 @@
 # whole suite with ctest. Every stage runs even when an earlier one failed; a summary of each
 # stage's verdict ends the output, and the exit status is non-zero if any stage failed.
 #   (none)   the plain build (build/), its soft-RoCE guest stage (tests/guest), then ASan+UBSan
-#            (build-asan/), then the fuzz targets' short runs (build-fuzz/, clang): what CI runs
+#            (build-asan/: the plain suite, then the guest's verbs run), then the fuzz targets'
+#            short runs (build-fuzz/, clang): what CI runs
 #   --quick  the plain build only, without the guest stage
 #   --guest  the plain build and its guest stage only
-#   --asan   ASan+UBSan only (RPMA_SANITIZE=address)
+#   --asan   ASan+UBSan only (RPMA_SANITIZE=address; the guest's verbs run included)
 #   --tsan   TSan only (RPMA_SANITIZE=thread, build-tsan/)
 #   --fuzz   the libFuzzer targets' short runs only (clang, RPMA_BUILD_FUZZ=ON)
 #   --all    everything: plain, ASan+UBSan, TSan and the fuzz short runs
@@ -103,7 +104,17 @@ fuzz() { # the fuzz targets need clang; only their short runs are ctests in that
 
 dir=${RPMA_BUILD_DIR:-build}
 plain() { stage plain run plain "$dir" ''; }
-asan() { stage asan run asan "$dir-asan" address -DRPMA_BUILD_BENCH=OFF; }
+# the plain suite under ASan+UBSan, then the guest's verbs run (tests/guest) from that build, so
+# the verbs provider meets ASan on the real verbs stack too
+asan_suite() {
+    local rc=0
+    run asan "$dir-asan" address -DRPMA_BUILD_BENCH=OFF || rc=$?
+    [[ -n ${built[$dir-asan]:-} ]] || return $rc
+    echo "=== asan: the soft-RoCE guest's verbs run from $dir-asan"
+    (cd "$dir-asan" && ctest --output-on-failure -R '^guest\.verbs$') || rc=1
+    return $rc
+}
+asan() { stage asan asan_suite; }
 tsan() { stage tsan run tsan "$dir-tsan" thread -DRPMA_BUILD_BENCH=OFF; }
 guest_stage() { stage guest guest "$dir"; }
 fuzz_stage() { stage fuzz fuzz "$dir-fuzz"; }

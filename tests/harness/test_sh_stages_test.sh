@@ -45,19 +45,19 @@ echo "== every stage passes"
 run 0
 has '^  plain  passed' && has '^  guest  passed' && has '^  asan   passed' && has '^  fuzz   passed'
 has '^=== all stages passed$'
-calls build 2 && calls build-asan 1 && calls build-fuzz 1
+calls build 2 && calls build-asan 2 && calls build-fuzz 1
 
 echo "== the plain tests fail: the guest, asan and fuzz stages still run"
 FAIL_TEST=build run 1
 has '^  plain  FAILED' && has '^  guest  FAILED' && has '^  asan   passed' && has '^  fuzz   passed'
 has '^=== some stages failed$'
-calls build 2 && calls build-asan 1 && calls build-fuzz 1
+calls build 2 && calls build-asan 2 && calls build-fuzz 1
 
 echo "== the plain build fails: the guest stage skips, saying why; asan and fuzz run"
 FAIL_BUILD=build run 1
 has '^  plain  FAILED' && has '^  guest  skipped  the build in build failed' && has '^  asan   passed'
 has '^  fuzz   passed'
-calls build 0 && calls build-asan 1 && calls build-fuzz 1
+calls build 0 && calls build-asan 2 && calls build-fuzz 1
 
 echo "== asan fails under --all: tsan and fuzz still run"
 FAIL_TEST=build-asan run 1 --all

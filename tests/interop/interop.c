@@ -92,6 +92,8 @@ static void server(const struct it_args *a) {
     CHECK_OK(rpma_mr_dereg(&mmr));
     CHECK_OK(rpma_mr_dereg(&mr));
     CHECK_OK(rpma_peer_delete(&peer));
+    free(region);
+    free(msgs);
     printf("server: every check passed\n");
 }
 
@@ -168,6 +170,8 @@ static void client(const struct it_args *a) {
     CHECK_OK(rpma_mr_dereg(&mmr));
     CHECK_OK(rpma_mr_dereg(&mr));
     CHECK_OK(rpma_peer_delete(&peer));
+    free(buf);
+    free(msgs);
     printf("client: every check passed\n");
 }
 

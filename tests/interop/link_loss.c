@@ -22,7 +22,7 @@
 /* LOST (or CLOSED where closed_ok), after which a posted write is refused or flushed with an
  * error; then everything goes */
 static void after_loss(struct rpma_peer **peer, struct rpma_conn **conn, struct rpma_mr_local **mr,
-                       struct rpma_mr_remote *remote, const char *who, bool closed_ok) {
+                       char *buf, struct rpma_mr_remote *remote, const char *who, bool closed_ok) {
     enum rpma_conn_event ev = it_next_event(*conn);
     printf("%s: event %s\n", who, rpma_utils_conn_event_2str(ev));
     CHECK(ev == RPMA_CONN_LOST || (closed_ok && ev == RPMA_CONN_CLOSED));
@@ -38,6 +38,7 @@ static void after_loss(struct rpma_peer **peer, struct rpma_conn **conn, struct 
     printf("%s: rpma_conn_delete -> %d\n", who, ret);
     ret = rpma_mr_dereg(mr);
     printf("%s: rpma_mr_dereg -> %d\n", who, ret);
+    if (*mr == NULL) free(buf); /* a region still registered keeps its memory */
     ret = rpma_peer_delete(peer);
     printf("%s: rpma_peer_delete -> %d\n", who, ret);
 }
@@ -56,7 +57,7 @@ static void server(const struct it_args *a) {
     struct rpma_conn *conn = it_accept(&req, desc, sizeof(desc));
     int ret = rpma_ep_shutdown(&ep);
     printf("server: rpma_ep_shutdown -> %d\n", ret);
-    after_loss(&peer, &conn, &mr, NULL, "server", true);
+    after_loss(&peer, &conn, &mr, buf, NULL, "server", true);
     printf("server: done\n");
 }
 
@@ -69,7 +70,7 @@ static void client(const struct it_args *a) {
     struct rpma_mr_remote *remote = it_remote_mr(conn, 0);
     printf("CONNECTED\n");
     fflush(stdout);
-    after_loss(&peer, &conn, &mr, remote, "client", false);
+    after_loss(&peer, &conn, &mr, buf, remote, "client", false);
     printf("client: done\n");
 }
 
