@@ -33,9 +33,10 @@ RDMA (issue 20): rpma-verbs (rpma-perf server and client with --provider verbs o
 an RDMA device: --verbs-addr, $RPMA_VERBS_ADDR, $RPMA_GUEST_ADDR or the first RDMA link's),
 upstream-verbs (the same rpma-perf over Debian's librpma0, by LD_LIBRARY_PATH: what the tool
 costs on the library it was written for), base-verbs (the same over --baseline-lib's
-librpma: an A/B of two builds; not in the alias) and perftest (ib_write_bw, ib_read_bw, ib_read_lat,
-ib_write_lat, ib_send_lat, all -R, server and client on that address), alias verbs; where there is no RDMA device they are reported unavailable,
-once. Case mapping in VERBS_CASES' comment and docs/performance.md; the run in the soft-RoCE guest:
+librpma: an A/B of two builds; not in the alias) and perftest (ib_write_bw, ib_read_bw,
+ib_read_lat, ib_write_lat, ib_send_lat, all -R, server and client on that address), alias verbs;
+where there is no RDMA device they are reported unavailable, once. Case mapping in VERBS_CASES'
+comment and docs/performance.md; the run in the soft-RoCE guest:
     bash tests/guest/guest.sh run --timeout 580 -- "python3 bench/run.py --peers verbs \\
         --perf build/tools/rpma-perf/rpma-perf --out bench/results-verbs.json ..." (the
 doc gives the exact one)."""
@@ -1026,7 +1027,8 @@ def print_verbs_table(a, info, out, errors):
             return "-" if x is None else f"{x:.1f}"
         print(f"| {c['case']:20s} | {tool:14s} | {cell('rpma-verbs'):>10s} | "
               f"{cell('upstream-verbs'):>10s} | {cell('perftest'):>10s} | "
-              f"{'-' if r is None else f'{r:.2f}x':>6s} | {'-' if ru is None else f'{ru:.2f}x':>6s} | "
+              f"{'-' if r is None else f'{r:.2f}x':>6s} | "
+              f"{'-' if ru is None else f'{ru:.2f}x':>6s} | "
               f"{pr:24s} | {us(p99.get('rpma-verbs')):>8s} | {us(p99.get('perftest')):>8s} | "
               f"{tg}")
     for c in out["cases"]:
