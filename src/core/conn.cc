@@ -62,10 +62,16 @@ ConnResources::~ConnResources() {
 }
 
 int Conn::next_event(rpma_conn_event *ev) {
-    auto e = r_->events->pop();
-    if (!e) return RPMA_E_NO_EVENT;
-    if (*e == RPMA_CONN_ESTABLISHED) pdata_shown_.store(true, std::memory_order_release);
-    *ev = *e;
+    rpma_conn_event e;
+    if (r_->qp->event_fd() >= 0) {
+        if (int ret = r_->qp->next_event(&e)) return ret;
+    } else {
+        auto popped = r_->events->pop();
+        if (!popped) return RPMA_E_NO_EVENT;
+        e = *popped;
+    }
+    if (e == RPMA_CONN_ESTABLISHED) pdata_shown_.store(true, std::memory_order_release);
+    *ev = e;
     return 0;
 }
 

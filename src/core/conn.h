@@ -44,7 +44,10 @@ class Conn {
         : r_(std::move(r)), pdata_shown_(pdata_known) {}
 
     Peer *peer() const noexcept { return r_->peer; }
-    int event_fd() const noexcept { return r_->events->fd(); }
+    int event_fd() const noexcept {
+        int fd = r_->qp->event_fd();
+        return fd >= 0 ? fd : r_->events->fd();
+    }
     int next_event(rpma_conn_event *ev);
     void private_data(rpma_conn_private_data *pd) const;
     void apply_remote_peer_cfg(bool direct_write_to_pmem) noexcept {

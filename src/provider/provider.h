@@ -140,7 +140,8 @@ struct QpAttr {
     CompletionQueue *cq = nullptr;       // send-side completions
     CompletionQueue *recv_cq = nullptr;  // receive completions (the RCQ, the SRQ's, or cq)
     SharedRecvQueue *srq = nullptr;
-    FdQueue<rpma_conn_event> *events = nullptr;  // connection events go here
+    // Connection events go here, unless the queue pair reads its own (QueuePair::event_fd).
+    FdQueue<rpma_conn_event> *events = nullptr;
 };
 
 // A connection request that arrived at a listener. Destroyed unaccepted, it is rejected.
@@ -175,6 +176,14 @@ class QueuePair {
     // before ESTABLISHED is queued), each delivered as IncomingRequest::private_data says (up to
     // Caps::accept_pdata_max on the client).
     virtual const std::vector<uint8_t> &remote_pdata() const noexcept = 0;
+
+    // A provider whose connection events come from a source of its own, read on the caller's
+    // thread (verbs: rdma_cm's event channel, as upstream reads it), returns that source's fd:
+    // readable while an event waits. -1: the events go to QpAttr::events.
+    virtual int event_fd() const noexcept { return -1; }
+    // With event_fd() >= 0: the next event; blocks unless that fd is non-blocking. 0,
+    // RPMA_E_NO_EVENT or RPMA_E_PROVIDER.
+    virtual int next_event(rpma_conn_event *) { return RPMA_E_NO_EVENT; }
 };
 
 class Listener {

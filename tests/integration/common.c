@@ -97,11 +97,14 @@ struct rpma_peer *it_peer_new(const char *addr, bool server) {
     return peer;
 }
 
+/* Whole pages: over verbs a registered page is MADV_DONTFORK (ibv_fork_init), so a forked child
+ * would lose whatever else shared it, malloc's own chunks included (rdma-core's fork rules). */
 void *it_alloc(size_t size) {
     void *p = NULL;
-    long page = sysconf(_SC_PAGESIZE);
-    if (posix_memalign(&p, (size_t)page, size) != 0) IT_FAIL("posix_memalign(%zu) failed", size);
-    memset(p, 0, size);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t whole = size ? (size + page - 1) / page * page : page;
+    if (posix_memalign(&p, page, whole) != 0) IT_FAIL("posix_memalign(%zu) failed", size);
+    memset(p, 0, whole);
     return p;
 }
 

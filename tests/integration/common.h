@@ -98,7 +98,7 @@ void it_ready(void);
 /* a peer on the device of addr (LOCAL for a server, REMOTE for a client) */
 struct rpma_peer *it_peer_new(const char *addr, bool server);
 
-/* allocates page-aligned zeroed memory or fails */
+/* allocates page-aligned zeroed memory, in whole pages, or fails */
 void *it_alloc(size_t size);
 
 /* monotonic milliseconds */

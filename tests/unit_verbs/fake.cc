@@ -11,7 +11,7 @@ namespace rpma::fake {
 
 namespace {
 
-std::mutex g_mu;  // the CM event pump's thread calls fakes too
+std::mutex g_mu;  // a test may call fakes from several threads
 std::map<std::string, int> g_calls;
 std::map<std::string, std::map<int, int>> g_scripts;  // fn -> call number -> error
 std::map<std::string, int> g_alive;

@@ -1,6 +1,8 @@
 // Connections through the C API with RPMA_PROVIDER=verbs over the fakes: rdma_cm's events
 // becoming rpma_conn_next_event's, and rdma_connect, rdma_disconnect and a server-side QP
 // failing, each leaving nothing behind.
+#include <poll.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -34,13 +36,13 @@ class CApiConnTest : public VerbsTest {
         ::unsetenv("RPMA_PROVIDER");
         VerbsTest::TearDown();
     }
-    // A client's request; its id and the CM event pump's channel (made with its first QP).
+    // A client's request; its id and the event channel of its own the id moved to.
     void client_request() {
         ASSERT_EQ(rpma_conn_req_new(peer_, "192.0.2.1", "7204", nullptr, &req_), 0);
         id_ = fake::last_cm_id();
-        pump_ = fake::last_event_channel();
+        evch_ = fake::last_event_channel();
         ASSERT_NE(id_, nullptr);
-        ASSERT_EQ(id_->channel, pump_);
+        ASSERT_EQ(id_->channel, evch_);
     }
     rpma_conn_event next_event() {
         rpma_conn_event ev = RPMA_CONN_UNDEFINED;
@@ -53,7 +55,7 @@ class CApiConnTest : public VerbsTest {
     rpma_conn *conn_ = nullptr;
     rpma_ep *ep_ = nullptr;
     rdma_cm_id *id_ = nullptr;
-    rdma_event_channel *pump_ = nullptr;
+    rdma_event_channel *evch_ = nullptr;
 };
 
 TEST_F(CApiConnTest, ClientEstablishesAndCloses) {
@@ -62,21 +64,49 @@ TEST_F(CApiConnTest, ClientEstablishesAndCloses) {
     ASSERT_EQ(rpma_conn_req_connect(&req_, &pdata, &conn_), 0);
     EXPECT_EQ(req_, nullptr);
     EXPECT_EQ(fake::calls("rdma_connect"), 1);
-    fake::deliver(pump_, id_, RDMA_CM_EVENT_ESTABLISHED, {'o', 'k'});
+    fake::deliver(evch_, id_, RDMA_CM_EVENT_ESTABLISHED, {'o', 'k'});
     EXPECT_EQ(next_event(), RPMA_CONN_ESTABLISHED);
     rpma_conn_private_data got{};
     ASSERT_EQ(rpma_conn_get_private_data(conn_, &got), 0);
     ASSERT_GE(got.len, 2);
     EXPECT_EQ(std::memcmp(got.ptr, "ok", 2), 0);
     ASSERT_EQ(rpma_conn_disconnect(conn_), 0);
-    fake::deliver(pump_, id_, RDMA_CM_EVENT_DISCONNECTED);
+    fake::deliver(evch_, id_, RDMA_CM_EVENT_DISCONNECTED);
     EXPECT_EQ(next_event(), RPMA_CONN_CLOSED);
+}
+
+// The event fd is rdma_cm's channel, as upstream's: readable while an event waits, blocking or
+// not as the application sets it.
+TEST_F(CApiConnTest, TheEventFdIsTheConnectionsChannel) {
+    client_request();
+    ASSERT_EQ(rpma_conn_req_connect(&req_, nullptr, &conn_), 0);
+    int fd = -1;
+    ASSERT_EQ(rpma_conn_get_event_fd(conn_, &fd), 0);
+    EXPECT_EQ(fd, evch_->fd);
+    rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+    EXPECT_EQ(rpma_conn_next_event(conn_, &ev), RPMA_E_NO_EVENT);  // the fakes never block
+    fake::deliver(evch_, id_, RDMA_CM_EVENT_ESTABLISHED);
+    pollfd p{fd, POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 0), 1);
+    EXPECT_EQ(next_event(), RPMA_CONN_ESTABLISHED);
+    EXPECT_EQ(::poll(&p, 1, 0), 0);
+}
+
+TEST_F(CApiConnTest, AFailedReadIsAProviderError) {
+    client_request();
+    ASSERT_EQ(rpma_conn_req_connect(&req_, nullptr, &conn_), 0);
+    fake::deliver(evch_, id_, RDMA_CM_EVENT_ESTABLISHED);
+    fake::fail("rdma_get_cm_event", EIO);
+    rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+    EXPECT_EQ(rpma_conn_next_event(conn_, &ev), RPMA_E_PROVIDER);
+    EXPECT_TRUE(logged_error("rdma_get_cm_event", std::strerror(EIO)));
+    EXPECT_EQ(next_event(), RPMA_CONN_ESTABLISHED);
 }
 
 TEST_F(CApiConnTest, ClientRejected) {
     client_request();
     ASSERT_EQ(rpma_conn_req_connect(&req_, nullptr, &conn_), 0);
-    fake::deliver(pump_, id_, RDMA_CM_EVENT_REJECTED);
+    fake::deliver(evch_, id_, RDMA_CM_EVENT_REJECTED);
     EXPECT_EQ(next_event(), RPMA_CONN_REJECTED);
 }
 
@@ -92,7 +122,7 @@ TEST_F(CApiConnTest, ConnectFails) {
 TEST_F(CApiConnTest, DisconnectFails) {
     client_request();
     ASSERT_EQ(rpma_conn_req_connect(&req_, nullptr, &conn_), 0);
-    fake::deliver(pump_, id_, RDMA_CM_EVENT_ESTABLISHED);
+    fake::deliver(evch_, id_, RDMA_CM_EVENT_ESTABLISHED);
     EXPECT_EQ(next_event(), RPMA_CONN_ESTABLISHED);
     fake::fail("rdma_disconnect", EINVAL);
     EXPECT_EQ(rpma_conn_disconnect(conn_), RPMA_E_PROVIDER);

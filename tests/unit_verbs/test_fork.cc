@@ -1,6 +1,6 @@
 // A forked child and the parent's verbs objects: every call fails with RPMA_E_PROVIDER (logged)
 // or does nothing, and destroying them in the child touches none of the parent's rdma-core
-// objects (nor the parent's threads). Each check runs in a child that exits with the verdict;
+// objects. Each check runs in a child that exits with the verdict;
 // alarm() bounds a child that would hang.
 #include <poll.h>
 #include <sched.h>
@@ -21,8 +21,8 @@
 namespace rpma::test {
 namespace {
 
-// True when thread tid sleeps in poll(2) (the CM event pump's) or in a plain sleep (a sanitizer's
-// background thread), as /proc says; false while it runs or makes another call.
+// True when thread tid sleeps in poll(2) or in a plain sleep (a sanitizer's background thread),
+// as /proc says; false while it runs or makes another call.
 bool asleep(const std::string &tid) {
     std::ifstream f("/proc/self/task/" + tid + "/syscall");
     long nr = -1;
@@ -86,7 +86,7 @@ TEST_F(ForkTest, ChildCallsFailAndLog) {
 }
 
 TEST_F(ForkTest, ChildDestroysNothingOfTheParents) {
-    ASSERT_EQ(create_active(), 0);  // the domain's CM event pump runs a thread now
+    ASSERT_EQ(create_active(), 0);
     std::unique_ptr<prov::SharedRecvQueue> srq;
     ASSERT_EQ(dom_->create_srq(4, &srq), 0);
     int status = in_child([&] {
@@ -95,9 +95,9 @@ TEST_F(ForkTest, ChildDestroysNothingOfTheParents) {
         srq.reset();
         cq_.reset();
         ch_.reset();
-        dom_.reset();  // the pump's thread is not in this process
+        dom_.reset();
         return fake::alive() == before && fake::calls("rdma_destroy_id") == 0 &&
-               fake::calls("ibv_dealloc_pd") == 0;
+               fake::calls("rdma_destroy_event_channel") == 0 && fake::calls("ibv_dealloc_pd") == 0;
     });
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
         << "child status " << status
@@ -105,20 +105,20 @@ TEST_F(ForkTest, ChildDestroysNothingOfTheParents) {
                                 : "");
 }
 
-TEST_F(ForkTest, ChildLeavesTheParentsEventPumpRunning) {
+// The connection's events stay the parent's: a child that drops its copy leaves the channel.
+TEST_F(ForkTest, ChildLeavesTheParentsEventsAlone) {
     ASSERT_EQ(create_active(), 0);
     rdma_cm_id *id = fake::last_cm_id();
     int status = in_child([&] {
         qp_.reset();
-        dom_.reset();  // must not stop the parent's pump (their eventfd is shared)
-        return true;
+        dom_.reset();
+        return fake::calls("rdma_destroy_event_channel") == 0;
     });
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
-    fake::deliver(dom_->pump()->channel(), id, RDMA_CM_EVENT_ESTABLISHED);
-    // Only a bound for the failure: a running pump answers at once.
-    pollfd p{events_.fd(), POLLIN, 0};
-    ASSERT_EQ(::poll(&p, 1, 10000), 1) << "the parent's CM event pump stopped";
-    EXPECT_EQ(events_.pop(), RPMA_CONN_ESTABLISHED);
+    fake::deliver(id->channel, id, RDMA_CM_EVENT_ESTABLISHED);
+    rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+    ASSERT_EQ(qp_->next_event(&ev), 0);
+    EXPECT_EQ(ev, RPMA_CONN_ESTABLISHED);
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ TEST_P(QpStepTest, ActiveFailsFreeingWhatCameBefore) {
     EXPECT_EQ(create_active(), RPMA_E_PROVIDER);
     EXPECT_EQ(qp_, nullptr);
     EXPECT_TRUE(logged_error(GetParam().logged, std::strerror(GetParam().err))) << logs();
-    // TearDown: the addrinfo, id, QP, flush region and pump channel are gone
+    // TearDown: the addrinfo, id, QP, flush region and event channel are gone
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,6 +1,6 @@
 // The librdmacm entry points the verbs provider calls, replaced at link time (--wrap). An event
 // channel is a real eventfd (semaphore mode): one unit per queued event, so a poll(2) on its fd
-// (the CM event pump's thread) wakes exactly when rdma_get_cm_event has something to return.
+// (the connection's event fd) wakes exactly when rdma_get_cm_event has something to return.
 #include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <unistd.h>

@@ -83,13 +83,7 @@ Domain::Domain(ibv_context *ctx, ibv_pd *pd, const prov::Caps &caps, bool native
       pid_(::getpid()) {}
 
 Domain::~Domain() {
-    if (::getpid() != pid_) {
-        // The parent's objects: a child leaves them alone, the CM event pump too, whose
-        // destructor would stop the parent's thread through the eventfd they share.
-        (void)pump_.release();
-        return;
-    }
-    pump_.reset();
+    if (::getpid() != pid_) return;  // the parent's objects: a child leaves them alone
     if (int err = ibv_dealloc_pd(pd_)) RPMA_LOG_ERROR("ibv_dealloc_pd: %s", std::strerror(err));
 }
 
@@ -97,16 +91,6 @@ int Domain::check_process(const char *what) const noexcept {
     if (::getpid() == pid_) return 0;
     RPMA_LOG_ERROR("%s belongs to the parent process: verbs objects do not cross fork()", what);
     return RPMA_E_PROVIDER;
-}
-
-CmEventPump *Domain::pump() {
-    std::lock_guard lk(mu_);
-    if (!pump_) {
-        std::unique_ptr<CmEventPump> p;
-        if (CmEventPump::create(&p) != 0) return nullptr;
-        pump_ = std::move(p);
-    }
-    return pump_.get();
 }
 
 int Domain::register_memory(char *addr, size_t size, int usage,

@@ -1,15 +1,12 @@
-// The verbs provider's domain: one rpma_peer's protection domain on an RDMA device, and the
-// thread that routes its connections' rdma_cm events (started by the first connection).
+// The verbs provider's domain: one rpma_peer's protection domain on an RDMA device.
 #pragma once
 
 #include <infiniband/verbs.h>
 #include <sys/types.h>
 
 #include <memory>
-#include <mutex>
 
 #include "provider/provider.h"
-#include "provider/verbs/cm_event_pump.h"
 
 namespace rpma::verbs {
 
@@ -41,8 +38,6 @@ class Domain final : public prov::Domain {
 
     ibv_pd *pd() const noexcept { return pd_; }
     bool native_atomic_write() const noexcept { return native_atomic_write_; }
-    // The event router, started on first use; nullptr if it cannot start.
-    CmEventPump *pump();
 
   private:
     Domain(ibv_context *ctx, ibv_pd *pd, const prov::Caps &caps, bool native_aw, bool odp) noexcept;
@@ -53,8 +48,6 @@ class Domain final : public prov::Domain {
     bool native_atomic_write_;
     bool odp_;
     pid_t pid_;  // a forked child must not use the parent's verbs objects
-    std::mutex mu_;
-    std::unique_ptr<CmEventPump> pump_;
 };
 
 }  // namespace rpma::verbs

@@ -70,8 +70,7 @@ const char *op_name(prov::WrOp op) {
 
 }  // namespace
 
-QueuePair::QueuePair(Domain &dom, const prov::QpAttr &attr) noexcept
-    : dom_(dom), events_(attr.events), pid_(::getpid()) {}
+QueuePair::QueuePair(Domain &dom) noexcept : dom_(dom), pid_(::getpid()) {}
 
 int QueuePair::create_active(Domain &dom, const char *addr, const char *port,
                              const prov::QpAttr &attr, std::shared_ptr<prov::QueuePair> *out) {
@@ -82,7 +81,7 @@ int QueuePair::create_active(Domain &dom, const char *addr, const char *port,
         RPMA_LOG_ERROR("cannot resolve %s:%s: %s", addr, port, std::strerror(errno));
         return RPMA_E_PROVIDER;
     }
-    std::shared_ptr<QueuePair> qp(new QueuePair(dom, attr));
+    std::shared_ptr<QueuePair> qp(new QueuePair(dom));
     // A synchronous id: the resolutions below wait for their own events.
     int err = 0;
     const char *what = "";
@@ -106,7 +105,7 @@ int QueuePair::create_active(Domain &dom, const char *addr, const char *port,
 
 int QueuePair::create_passive(Domain &dom, const prov::QpAttr &attr, ConnectRequest &req,
                               std::shared_ptr<prov::QueuePair> *out) {
-    std::shared_ptr<QueuePair> qp(new QueuePair(dom, attr));
+    std::shared_ptr<QueuePair> qp(new QueuePair(dom));
     qp->passive_ = true;
     qp->remote_pdata_ = req.private_data();
     qp->id_ = req.release();
@@ -146,9 +145,18 @@ int QueuePair::setup(const prov::QpAttr &attr) {
         return RPMA_E_PROVIDER;
     }
     flush_target_ = std::make_unique<Region>(mr, RPMA_MR_USAGE_READ_DST);
-    pump_ = dom_.pump();
-    if (!pump_) return RPMA_E_PROVIDER;
-    return pump_->adopt(id_, this);
+    // A channel per connection, as upstream: its fd is what rpma_conn_get_event_fd hands out,
+    // blocking until the application says otherwise.
+    ch_ = rdma_create_event_channel();
+    if (!ch_) {
+        RPMA_LOG_ERROR("rdma_create_event_channel: %s", std::strerror(errno));
+        return RPMA_E_PROVIDER;
+    }
+    if (rdma_migrate_id(id_, ch_) != 0) {
+        RPMA_LOG_ERROR("rdma_migrate_id: %s", std::strerror(errno));
+        return RPMA_E_PROVIDER;
+    }
+    return 0;
 }
 
 QueuePair::~QueuePair() {
@@ -266,7 +274,28 @@ int QueuePair::disconnect() {
     return 0;
 }
 
-void QueuePair::on_cm_event(const rdma_cm_event &ev) {
+int QueuePair::next_event(rpma_conn_event *out) {
+    for (;;) {
+        rdma_cm_event *ev = nullptr;
+        if (rdma_get_cm_event(ch_, &ev) != 0) {
+            int err = errno;
+            if (err == EINTR) continue;
+            if (err == EAGAIN || err == EWOULDBLOCK || err == ENODATA) return RPMA_E_NO_EVENT;
+            RPMA_LOG_ERROR("rdma_get_cm_event: %s", std::strerror(err));
+            return RPMA_E_PROVIDER;
+        }
+        std::optional<rpma_conn_event> e = translate(*ev);
+        // Acknowledged at once: rdma_destroy_id waits for every event it handed out.
+        if (rdma_ack_cm_event(ev) != 0)
+            RPMA_LOG_ERROR("rdma_ack_cm_event: %s", std::strerror(errno));
+        if (e) {
+            *out = *e;
+            return 0;
+        }
+    }
+}
+
+std::optional<rpma_conn_event> QueuePair::translate(const rdma_cm_event &ev) {
     // Every end of a connection is told at NOTICE with rdma_cm's own words, as upstream does.
     if (ev.event != RDMA_CM_EVENT_ESTABLISHED)
         RPMA_LOG_NOTICE("connection: rdma_cm %s (status %d%s%s)", rdma_event_str(ev.event),
@@ -275,39 +304,33 @@ void QueuePair::on_cm_event(const rdma_cm_event &ev) {
     switch (ev.event) {
         case RDMA_CM_EVENT_ESTABLISHED:
             // The server's reply carries the accept's private data (the client's came with the
-            // request); set before the event is seen.
+            // request); set before the event is returned.
             if (!passive_ && ev.param.conn.private_data && ev.param.conn.private_data_len) {
                 auto *p = static_cast<const uint8_t *>(ev.param.conn.private_data);
                 remote_pdata_.assign(p, p + ev.param.conn.private_data_len);
             }
-            events_->push(RPMA_CONN_ESTABLISHED);
-            return;
+            return RPMA_CONN_ESTABLISHED;
         case RDMA_CM_EVENT_REJECTED:
-            events_->push(RPMA_CONN_REJECTED);
-            return;
+            return RPMA_CONN_REJECTED;
         case RDMA_CM_EVENT_UNREACHABLE:
         case RDMA_CM_EVENT_ADDR_ERROR:
         case RDMA_CM_EVENT_ROUTE_ERROR:
-            events_->push(RPMA_CONN_UNREACHABLE);
-            return;
+            return RPMA_CONN_UNREACHABLE;
         case RDMA_CM_EVENT_CONNECT_ERROR:
         case RDMA_CM_EVENT_DEVICE_REMOVAL:
-            events_->push(RPMA_CONN_LOST);
-            return;
+            return RPMA_CONN_LOST;
         case RDMA_CM_EVENT_DISCONNECTED:
         case RDMA_CM_EVENT_TIMEWAIT_EXIT:
-            if (!closed_event_sent_) events_->push(RPMA_CONN_CLOSED);
-            closed_event_sent_ = true;
-            return;
+            if (closed_event_sent_.exchange(true)) return std::nullopt;
+            return RPMA_CONN_CLOSED;
         default:
-            return;  // rdma_cm's others (ADDR_CHANGE, ...) change nothing rpma reports
+            return std::nullopt;  // rdma_cm's others (ADDR_CHANGE, ...) change nothing rpma reports
     }
 }
 
 void QueuePair::close() {
     if (closed_.exchange(true)) return;
     if (::getpid() != pid_) return;  // the parent's verbs objects: left alone
-    if (pump_) pump_->forget(id_);
     if (id_) {
         if (unanswered_ && rdma_reject(id_, nullptr, 0) != 0)
             RPMA_LOG_WARNING("rdma_reject: %s", std::strerror(errno));
@@ -320,6 +343,9 @@ void QueuePair::close() {
     if (id_ && rdma_destroy_id(id_) != 0)
         RPMA_LOG_ERROR("rdma_destroy_id: %s", std::strerror(errno));
     id_ = nullptr;
+    // After the id: events it did not hand out die with the channel.
+    if (ch_) rdma_destroy_event_channel(ch_);
+    ch_ = nullptr;
 }
 
 }  // namespace rpma::verbs
