@@ -27,8 +27,10 @@ int ConnResources::create(Peer *peer, const ConnCfg &cfg, const char *addr, cons
     if (srq) srq->ref();  // released by ~ConnResources, on every path
     r->shared = cfg.shared_channel();
     if (int ret = dom.create_channel(&r->channel)) return ret;
-    r->events = std::make_unique<FdQueue<rpma_conn_event>>();
-    if (!r->events->valid()) return RPMA_E_PROVIDER;
+    if (!dom.caps().own_conn_events) {
+        r->events = std::make_unique<FdQueue<rpma_conn_event>>();
+        if (!r->events->valid()) return RPMA_E_PROVIDER;
+    }
     if (int ret = dom.create_cq(r->channel.get(), r->shared, cfg.cq_size(), &r->cq)) return ret;
     if (cfg.rcq_size() > 0) {
         prov::CompletionChannel *ch = r->channel.get();
@@ -63,7 +65,7 @@ ConnResources::~ConnResources() {
 
 int Conn::next_event(rpma_conn_event *ev) {
     rpma_conn_event e;
-    if (r_->qp->event_fd() >= 0) {
+    if (!r_->events) {
         if (int ret = r_->qp->next_event(&e)) return ret;
     } else {
         auto popped = r_->events->pop();

@@ -32,7 +32,7 @@ struct ConnResources {
     std::unique_ptr<prov::CompletionChannel> rcq_channel;  // the RCQ's own when not shared
     std::unique_ptr<prov::CompletionQueue> cq;
     std::unique_ptr<prov::CompletionQueue> rcq;
-    std::unique_ptr<FdQueue<rpma_conn_event>> events;
+    std::unique_ptr<FdQueue<rpma_conn_event>> events;  // null: the queue pair reads its own
     std::shared_ptr<prov::QueuePair> qp;
 };
 
@@ -44,10 +44,7 @@ class Conn {
         : r_(std::move(r)), pdata_shown_(pdata_known) {}
 
     Peer *peer() const noexcept { return r_->peer; }
-    int event_fd() const noexcept {
-        int fd = r_->qp->event_fd();
-        return fd >= 0 ? fd : r_->events->fd();
-    }
+    int event_fd() const noexcept { return r_->events ? r_->events->fd() : r_->qp->event_fd(); }
     int next_event(rpma_conn_event *ev);
     void private_data(rpma_conn_private_data *pd) const;
     void apply_remote_peer_cfg(bool direct_write_to_pmem) noexcept {

@@ -26,6 +26,9 @@ struct Caps {
     uint32_t max_op_length;     // bytes one operation (and one message) moves at most
     uint8_t connect_pdata_max;  // private data bytes a connect carries
     uint8_t accept_pdata_max;   // private data bytes an accept carries
+    // Queue pairs read their connection events themselves (QueuePair::event_fd): the core
+    // makes no event queue for them, one descriptor less per connection.
+    bool own_conn_events = false;
 };
 
 // A registered memory region. The address, size, usage and rkey are fixed at registration;
@@ -140,7 +143,7 @@ struct QpAttr {
     CompletionQueue *cq = nullptr;       // send-side completions
     CompletionQueue *recv_cq = nullptr;  // receive completions (the RCQ, the SRQ's, or cq)
     SharedRecvQueue *srq = nullptr;
-    // Connection events go here, unless the queue pair reads its own (QueuePair::event_fd).
+    // Connection events go here; null where Caps::own_conn_events.
     FdQueue<rpma_conn_event> *events = nullptr;
 };
 
@@ -177,12 +180,12 @@ class QueuePair {
     // Caps::accept_pdata_max on the client).
     virtual const std::vector<uint8_t> &remote_pdata() const noexcept = 0;
 
-    // A provider whose connection events come from a source of its own, read on the caller's
-    // thread (verbs: rdma_cm's event channel, as upstream reads it), returns that source's fd:
-    // readable while an event waits. -1: the events go to QpAttr::events.
+    // Where Caps::own_conn_events: the fd of the queue pair's own event source, read on the
+    // caller's thread (verbs: rdma_cm's event channel, as upstream reads it), readable while an
+    // event waits. Elsewhere -1: the events go to QpAttr::events.
     virtual int event_fd() const noexcept { return -1; }
-    // With event_fd() >= 0: the next event; blocks unless that fd is non-blocking. 0,
-    // RPMA_E_NO_EVENT or RPMA_E_PROVIDER.
+    // Where Caps::own_conn_events: the next event; blocks unless event_fd() is non-blocking.
+    // 0, RPMA_E_NO_EVENT or RPMA_E_PROVIDER.
     virtual int next_event(rpma_conn_event *) { return RPMA_E_NO_EVENT; }
 };
 

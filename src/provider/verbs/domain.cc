@@ -68,7 +68,7 @@ int Domain::create(ibv_context *ctx, std::unique_ptr<Domain> *out) {
         RPMA_LOG_ERROR("ibv_alloc_pd: %s", std::strerror(errno));
         return RPMA_E_PROVIDER;
     }
-    prov::Caps caps{max_msg, kConnectPdataMax, kAcceptPdataMax};
+    prov::Caps caps{max_msg, kConnectPdataMax, kAcceptPdataMax, true};
     out->reset(new Domain(ctx, pd, caps, native_aw, odp));
     return 0;
 }
