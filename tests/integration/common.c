@@ -97,8 +97,8 @@ struct rpma_peer *it_peer_new(const char *addr, bool server) {
     return peer;
 }
 
-/* Whole pages: over verbs a registered page is MADV_DONTFORK (ibv_fork_init), so a forked child
- * would lose whatever else shared it, malloc's own chunks included (rdma-core's fork rules). */
+/* Whole pages: over verbs a page that holds a registration can be missing from a forked child
+ * (seen with rdma-core 44 over rxe), and with it whatever else shared it, malloc's chunks too. */
 void *it_alloc(size_t size) {
     void *p = NULL;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
