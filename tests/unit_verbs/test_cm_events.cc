@@ -50,8 +50,8 @@ size_t threads() {
                                              std::filesystem::directory_iterator()));
 }
 
-// Upstream runs no thread, and an application may rely on that: once it has two, glibc makes
-// every system call of the process a cancellation point, rxe's doorbell write included.
+// Upstream runs no thread, and an application may rely on that: once a process has two, each
+// cancellable system call (rxe's doorbell write among them) takes glibc's slower path.
 TEST_F(CmEventTest, TheProviderStartsNoThread) {
     size_t before = threads();
     ASSERT_EQ(create_active(), 0);
