@@ -97,8 +97,8 @@ struct rpma_peer *it_peer_new(const char *addr, bool server) {
     return peer;
 }
 
-/* Whole pages: over verbs a page that holds a registration can be missing from a forked child
- * (seen with rdma-core 44 over rxe), and with it whatever else shared it, malloc's chunks too. */
+/* Whole pages: over verbs on a kernel before 5.13 (ibv_fork_init) a page that holds a
+ * registration is missing from a forked child, and with it whatever else shared it. */
 void *it_alloc(size_t size) {
     void *p = NULL;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);

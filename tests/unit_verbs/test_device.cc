@@ -105,6 +105,19 @@ TEST_F(DeviceTest, ForkInitFailureIsNotFatal) {
     }
 }
 
+// A kernel that copies DMA-pinned pages into a child needs no ibv_fork_init, and upstream calls
+// none: rdma-core 44's would mark every registered page MADV_DONTFORK, so a child would lose
+// those pages and whatever shared them.
+TEST_F(DeviceTest, ForkInitOnlyWhereTheKernelNeedsIt) {
+    EXPECT_EQ(Device::set_up_fork_support(IBV_FORK_UNNEEDED), 0);
+    EXPECT_EQ(fake::calls("ibv_fork_init"), 0);
+    EXPECT_EQ(Device::set_up_fork_support(IBV_FORK_DISABLED), 0);
+    EXPECT_EQ(fake::calls("ibv_fork_init"), 1);
+    fake::fail("ibv_fork_init", ENOSYS);
+    EXPECT_EQ(Device::set_up_fork_support(IBV_FORK_DISABLED), ENOSYS);
+    EXPECT_TRUE(logged(RPMA_LOG_LEVEL_INFO, {"ibv_fork_init", std::strerror(ENOSYS)}));
+}
+
 TEST_F(DeviceTest, OdpQueryFails) {
     Device d(fake::context());
     fake::fail("ibv_query_device_ex", EIO);

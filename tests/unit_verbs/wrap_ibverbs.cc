@@ -39,6 +39,12 @@ int __wrap_ibv_fork_init(void) {
     return hit("ibv_fork_init");
 }
 
+// A kernel that does not copy DMA-pinned pages into a child: rpma calls ibv_fork_init.
+ibv_fork_status __wrap_ibv_is_fork_initialized(void) {
+    hit("ibv_is_fork_initialized");
+    return IBV_FORK_DISABLED;
+}
+
 const char *__wrap_ibv_get_device_name(ibv_device *device) {
     return device->name;
 }

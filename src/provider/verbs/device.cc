@@ -23,15 +23,10 @@ std::mutex g_mu;
 std::vector<std::unique_ptr<Device>> g_devices;  // never freed: contexts live as long
 pid_t g_opener = 0;                              // the process that opened the devices (g_mu)
 
-// rdma-core's fork rule: registrations made after ibv_fork_init survive a fork() in the
-// parent (on kernels that need it; on newer ones it is a no-op). Called before the first one.
+// Called before the first registration.
 void init_fork_support() {
     static std::once_flag once;
-    std::call_once(once, [] {
-        if (int err = ibv_fork_init())
-            RPMA_LOG_INFO("ibv_fork_init: %s (a forked child must not touch RDMA memory)",
-                          std::strerror(err));
-    });
+    std::call_once(once, [] { Device::set_up_fork_support(ibv_is_fork_initialized()); });
 }
 
 struct AddrInfoFree {
@@ -45,6 +40,20 @@ struct CmIdFree {
 
 bool Device::stack_present() noexcept {
     return ::access("/dev/infiniband/rdma_cm", F_OK) == 0;
+}
+
+int Device::set_up_fork_support(ibv_fork_status status) noexcept {
+    // A kernel that copies DMA-pinned pages into a child (Linux 5.13 on) keeps a fork safe by
+    // itself, and upstream librpma calls nothing. rdma-core 44's ibv_fork_init would still mark
+    // every registered page MADV_DONTFORK, so that a child lost those pages and whatever shared
+    // them, malloc's own chunks included.
+    if (status == IBV_FORK_UNNEEDED) return 0;
+    // Elsewhere registrations made after it survive a fork() in the parent (rdma-core's rule).
+    int err = ibv_fork_init();
+    if (err)
+        RPMA_LOG_INFO("ibv_fork_init: %s (a forked child must not touch RDMA memory)",
+                      std::strerror(err));
+    return err;
 }
 
 int Device::lookup(const char *addr, rpma_util_ibv_context_type type, bool quiet,

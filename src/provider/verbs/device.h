@@ -20,6 +20,11 @@ class Device final : public prov::Device {
     static Device *from_context(const ibv_context *ctx) noexcept;
     // True when this host has the rdma_cm character device (one access(2), nothing loaded).
     static bool stack_present() noexcept;
+    // rdma-core's fork support for a kernel that answers `status` (ibv_is_fork_initialized):
+    // ibv_fork_init only where the kernel does not copy DMA-pinned pages into a child itself.
+    // lookup does this once per process, before the first registration. 0 or ibv_fork_init's
+    // error (logged at INFO: not fatal).
+    static int set_up_fork_support(ibv_fork_status status) noexcept;
 
     explicit Device(ibv_context *ctx) noexcept : ctx_(ctx) {}
     ibv_context *context() noexcept override { return ctx_; }

@@ -56,7 +56,7 @@ class QueuePair final : public prov::QueuePair {
     bool unanswered_ = false;  // a request's id, rejected at close() unless accepted
     rdma_event_channel *ch_ = nullptr;
     std::vector<uint8_t> remote_pdata_;
-    void *flush_page_ = nullptr;  // a page of its own: ibv_fork_init marks it DONTFORK
+    void *flush_page_ = nullptr;  // a page of its own: ibv_fork_init may mark it DONTFORK
     std::unique_ptr<Region> flush_target_;
     std::atomic<bool> closed_{false};
     std::atomic<bool> closed_event_sent_{false};  // DISCONNECTED and TIMEWAIT_EXIT: one CLOSED
