@@ -186,6 +186,7 @@ static void in_child(const struct it_args *a, struct rpma_peer *peer, struct rpm
         char *mine = it_alloc(LEN);
         struct rpma_mr_local *mr = NULL;
         CHECK_REFUSED(rpma_mr_reg(peer, mine, LEN, RPMA_MR_USAGE_WRITE_SRC, &mr));
+        free(mine);
         exit(0);
     }
 
