@@ -6,8 +6,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <iterator>
 
 #include "verbs_test.h"
 
@@ -94,21 +92,16 @@ TEST_F(CApiConnTest, TheEventFdIsTheConnectionsChannel) {
     EXPECT_EQ(::poll(&p, 1, 0), 0);
 }
 
-size_t open_fds() {
-    return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
-                                             std::filesystem::directory_iterator()));
-}
-
 // A connection holds the descriptors upstream's holds: its rdma_cm event channel and its
 // completion channel, and no event queue of the core's beside them.
 TEST_F(CApiConnTest, AConnectionHoldsTwoDescriptors) {
-    size_t before = open_fds();
+    size_t before = proc_self_entries("fd");
     client_request();
-    EXPECT_EQ(open_fds(), before + 2);
+    EXPECT_EQ(proc_self_entries("fd"), before + 2);
     ASSERT_EQ(rpma_conn_req_connect(&req_, nullptr, &conn_), 0);
-    EXPECT_EQ(open_fds(), before + 2);
+    EXPECT_EQ(proc_self_entries("fd"), before + 2);
     ASSERT_EQ(rpma_conn_delete(&conn_), 0);
-    EXPECT_EQ(open_fds(), before);
+    EXPECT_EQ(proc_self_entries("fd"), before);
 }
 
 TEST_F(CApiConnTest, AFailedReadIsAProviderError) {

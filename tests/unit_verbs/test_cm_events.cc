@@ -3,8 +3,6 @@
 // type, and the failures of the channel's calls.
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <iterator>
 
 #include "qp_fixture.h"
 
@@ -45,19 +43,14 @@ TEST_F(CmEventTest, EachQueuePairReadsAChannelOfItsOwn) {
     other.reset();
 }
 
-size_t threads() {
-    return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
-                                             std::filesystem::directory_iterator()));
-}
-
 // Upstream runs no thread, and an application may rely on that: once a process has two, each
 // cancellable system call (rxe's doorbell write among them) takes glibc's slower path.
 TEST_F(CmEventTest, TheProviderStartsNoThread) {
-    size_t before = threads();
+    size_t before = proc_self_entries("task");
     ASSERT_EQ(create_active(), 0);
     deliver(RDMA_CM_EVENT_ESTABLISHED);
     EXPECT_EQ(take(), std::vector<rpma_conn_event>{RPMA_CONN_ESTABLISHED});
-    EXPECT_EQ(threads(), before);
+    EXPECT_EQ(proc_self_entries("task"), before);
 }
 
 TEST_F(CmEventTest, AnEmptyChannelIsNoEvent) {

@@ -2,6 +2,8 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <filesystem>
+#include <iterator>
 #include <mutex>
 
 #include "common/log.h"
@@ -60,6 +62,11 @@ size_t VerbsTest::logged_times(rpma_log_level level, const std::vector<std::stri
         if (all) n++;
     }
     return n;
+}
+
+size_t VerbsTest::proc_self_entries(const char *dir) {
+    std::filesystem::directory_iterator it(std::string("/proc/self/") + dir);
+    return static_cast<size_t>(std::distance(it, std::filesystem::directory_iterator()));
 }
 
 size_t VerbsTest::log_count() {

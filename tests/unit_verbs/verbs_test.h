@@ -25,6 +25,8 @@ class VerbsTest : public ::testing::Test {
         return logged(RPMA_LOG_LEVEL_ERROR, {a, b});
     }
     static size_t log_count();  // messages so far
+    // How many entries /proc/self/<dir> has now: "fd" the open descriptors, "task" the threads.
+    static size_t proc_self_entries(const char *dir);
     static std::string logs();  // all messages, one a line, for failure output
 };
 
