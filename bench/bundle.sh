@@ -14,6 +14,7 @@
 # DIR/lib/       librpma.so.0 and every shared library the programs, the UCX modules and the
 #                libfabric providers load (ldd), glibc and ld-linux-x86-64.so.2 included
 # DIR/run.py     bench/run.py;  DIR/run.sh: python3 run.py --bin-dir DIR/bin "$@"
+# DIR/thread_cpu.py  bench/thread_cpu.py (each thread's CPU and sleeps; it needs only /proc)
 # DIR/MANIFEST   each bundled file with the Debian package (and version) it was copied from
 #
 # RPMA_BUNDLE_LIB_FIRST=DIR2 puts DIR2 before DIR/lib (run.py's --baseline-lib sets it, so the
@@ -143,6 +144,7 @@ EOF
 done
 
 cp "$HERE/run.py" "$DIR/run.py"
+cp "$HERE/thread_cpu.py" "$DIR/thread_cpu.py"
 cat > "$DIR/run.sh" <<'EOF'
 #!/bin/sh
 # Runs bench/run.py over the bundled programs: run.sh [--cases a,b] [--runs N] [--time S] ...
