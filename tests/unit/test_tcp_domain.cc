@@ -653,6 +653,113 @@ TEST_P(TcpWaiterServesTest, AnIdleWaiterLetsTheEngineSleep) {
     EXPECT_TRUE(Readable(s_.ch->fd(), 5000)) << "the engine did not take the socket back";
 }
 
+// The engine's checks of a socket a thread took, on a stopped clock (soft/clock.h), so that each
+// step is exact however slow the machine: the first check comes 1 ms after the take, each that
+// finds the socket read since then doubles the next one's delay up to 8 ms, and one that finds
+// it unread gives it back (and the next take is checked after 1 ms again). A socket given back
+// shows: an answer waiting in it is read by the engine and reaches the completion channel.
+class TcpParkCheckTest : public TcpWaiterServesTest {
+  protected:
+    // The clock stops for the test's steps and runs again, whatever the outcome, at its end.
+    struct StoppedClock {
+        StoppedClock() { Clock::stop_at_for_tests(Clock::now()); }
+        ~StoppedClock() { Clock::stop_at_for_tests(Clock::time_point{}); }
+    };
+    // After two of the engine's turns every timer due by t has run: the second command runs in
+    // a turn that began after the first's turn fired its timers.
+    void MoveTo(Clock::time_point t) {
+        Clock::stop_at_for_tests(t);
+        Flush();
+    }
+    void Flush() {
+        auto *engine = static_cast<tcp::Domain *>(dom_.get())->engine();
+        engine->run_sync([] {});
+        engine->run_sync([] {});
+    }
+    // A send whose answer this thread reads: it takes (or keeps) c_'s answer socket. It polls
+    // once first, so that it has the socket before the answer comes (else the engine may read
+    // that answer, and the poll that gets the completion takes nothing).
+    void RoundTrip(uint64_t id) {
+        Flush();
+        ibv_wc wc{};
+        int n = 0;
+        ASSERT_EQ(c_.cq->get_wc(1, &wc, &n), RPMA_E_NO_COMPLETION);
+        ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, id, true}), 0);
+        ASSERT_EQ(c_.qp->post_send(Send(id)), 0);
+        ASSERT_EQ(Next(c_).wr_id, id);
+        ASSERT_EQ(NextServed().wr_id, id);
+    }
+    // The server's completion of a send (its engine serves it): its answer has left.
+    ibv_wc NextServed() {
+        ibv_wc wc{};
+        int n = 0;
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (std::chrono::steady_clock::now() < until)
+            if (s_.cq->get_wc(1, &wc, &n) == 0) return wc;
+        wc.wr_id = 0;
+        return wc;
+    }
+    // A send whose answer nobody reads: it waits in c_'s socket (the engine's turn that served
+    // it has ended, so the answer was sent) for whoever watches that socket. The engine's turns
+    // first: one whose epoll_wait returned before this thread took the socket may still read
+    // it once, and would read this answer if it came meanwhile.
+    void AnswerWaits(uint64_t id) {
+        Flush();
+        ASSERT_NO_FATAL_FAILURE(NonBlocking(c_.ch->fd()));
+        while (c_.ch->wait()) {
+        }
+        ASSERT_EQ(s_.qp->post_recv(prov::RecvWr{mr_, buf_ + 128, 64, id, true}), 0);
+        c_.cq->arm();
+        ASSERT_EQ(c_.qp->post_send(Send(id)), 0);
+        ASSERT_EQ(NextServed().wr_id, id);
+        Flush();
+    }
+    // The waiting answer reaches the channel (the socket was given back) exactly at `at`.
+    void GivenBackAt(Clock::time_point at, uint64_t id) {
+        MoveTo(at - Clock::duration(1));
+        EXPECT_FALSE(Readable(c_.ch->fd(), 0)) << "given back before it was due";
+        MoveTo(at);
+        ASSERT_TRUE(Readable(c_.ch->fd(), 5000)) << "not given back when due";
+        ibv_wc wc{};
+        int n = 0;
+        EXPECT_EQ(c_.cq->get_wc(1, &wc, &n), 0);
+        EXPECT_EQ(wc.wr_id, id);
+        while (c_.ch->wait()) {
+        }
+        int fl = ::fcntl(c_.ch->fd(), F_GETFL);  // blocking again, for Next's waits
+        ASSERT_EQ(::fcntl(c_.ch->fd(), F_SETFL, fl & ~O_NONBLOCK), 0);
+    }
+};
+
+TEST_P(TcpParkCheckTest, ChecksBackOffWhileAThreadReadsAndStartOverOnceGivenBack) {
+    using std::chrono::milliseconds;
+    OnTcp on_tcp;
+    ASSERT_NO_FATAL_FAILURE(Connect("25733"));
+    StoppedClock stopped;
+    const Clock::time_point t0 = Clock::now();
+    ASSERT_NO_FATAL_FAILURE(RoundTrip(1));  // taken: checked at t0 + 1
+    ASSERT_NO_FATAL_FAILURE(AnswerWaits(2));
+    MoveTo(t0 + milliseconds(1));  // read since the take: checked again 2 ms on
+    EXPECT_FALSE(Readable(c_.ch->fd(), 0)) << "given back by the first check";
+    ASSERT_NO_FATAL_FAILURE(GivenBackAt(t0 + milliseconds(3), 2));
+
+    // taken anew: 1 ms, then 2, 4, 8 and 8 while this thread reads between the checks
+    const Clock::time_point t1 = Clock::now();
+    ASSERT_NO_FATAL_FAILURE(RoundTrip(3));
+    uint64_t id = 4;
+    for (int at : {1, 3, 7, 15}) {
+        MoveTo(t1 + milliseconds(at) - Clock::duration(1));
+        ASSERT_NO_FATAL_FAILURE(RoundTrip(id++));  // before the check
+        MoveTo(t1 + milliseconds(at));
+    }
+    ASSERT_NO_FATAL_FAILURE(AnswerWaits(id));  // not read since the check at t1 + 15
+    ASSERT_NO_FATAL_FAILURE(GivenBackAt(t1 + milliseconds(23), id));
+}
+
+// A polling thread only: it takes the socket at every poll, where a waiter takes it only when it
+// has to sleep, that is when the engine did not read the answer first.
+INSTANTIATE_TEST_SUITE_P(Poll, TcpParkCheckTest, ::testing::Values(false));
+
 INSTANTIATE_TEST_SUITE_P(WaitOrPoll, TcpWaiterServesTest, ::testing::Bool());
 
 // A target engine that served requests from a socket polls its epoll set for RPMA_SPIN_US

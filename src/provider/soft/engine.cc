@@ -256,7 +256,7 @@ bool Engine::spin_on(Clock::time_point *next_look) {
         spin_turn(false);
         return true;
     }
-    auto now = Clock::now();
+    auto now = Clock::real();
     if (std::exchange(spin_more_, false)) spin_until_ = now + spin_window_;
     if (now >= spin_until_) {
         spin_turn(true);  // may find input and spin on (spin_more_)
@@ -300,14 +300,14 @@ void Engine::keep_polling() noexcept {
         poll_score_ = 0;
         poll_retry_ = std::min(poll_retry_ * 2, kPollRetryMax);  // unless this window proves itself
     }
-    poll_since_ = poll_last_ = Clock::now();
+    poll_since_ = poll_last_ = Clock::real();
     poll_until_ = poll_since_ + spin_window_;
     poll_idle_ = false;
 }
 
 bool Engine::polling() {
     if (poll_until_ == Clock::time_point{}) return false;
-    auto now = Clock::now();
+    auto now = Clock::real();
     bool preempted = std::exchange(poll_idle_, false) && now - poll_last_ > kPollPreempted;
     poll_last_ = now;
     if (std::exchange(poll_more_, false)) poll_until_ = now + spin_window_;

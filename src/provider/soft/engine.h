@@ -18,10 +18,9 @@
 #include <vector>
 
 #include "common/fd.h"
+#include "provider/soft/clock.h"
 
 namespace rpma {
-
-using Clock = std::chrono::steady_clock;
 
 // Something with fds in the engine. Callbacks run on the engine thread only.
 class Handler {
