@@ -34,7 +34,11 @@ constexpr int kMaxIov = 64;
 // receiver sit idle while the sender copies, then copy it all from a cold cache. In half-MiB
 // calls the two copies overlap: 1.2-1.7x the bandwidth of 64 KiB and 1 MiB transfers
 // (docs/performance.md); 256 KiB calls measured worse for 1 MiB reads.
+#ifdef RPMA_SEND_CHUNK  // a benchmark build's other value (CMake's RPMA_SEND_CHUNK)
+constexpr size_t kSendChunk = RPMA_SEND_CHUNK;
+#else
 constexpr size_t kSendChunk = 512 * 1024;
+#endif
 // With this many requests outstanding and an answer on its way, a post only queues its frame
 // and leaves the requester alone: the thread that reads that answer runs it, sending every
 // frame queued by then in one sendmsg. Below it (depth-1 latency, GPSPM) every post runs the
