@@ -10,7 +10,8 @@
 #                   busy-poll, against raw TCP, tcp-2msg (and its spinning server), libfabric,
 #                   and rpma_base = the 1 MiB-chunk library; 3 runs of SECONDS (default 1) each
 #     threads.txt   bench/thread_cpu.py over rpma-perf (both libraries) and fabric_peer, 1 MiB
-#                   write and read: each thread's CPU and sleeps
+#                   write and read, and rpma's write+flush blocking and busy-poll: each thread's
+#                   CPU and sleeps (rpma-perf's JSON gives the round trips: ops)
 #     machine.txt   nproc, the kernel, the CPU model
 # About 4 minutes at 1 s. With the run tool, DIR must lie inside the repository (the tool
 # copies the working tree): carry it, e.g. run(command="bash DIR/device_check.sh run $OUT",
@@ -63,6 +64,13 @@ run)
                 python3 "$HERE/thread_cpu.py" -- "$HERE/bin/fabric_peer" $op --size 1048576 \
                     --iodepth 32 --time "$T" --port 53901
             fi
+        done
+        # does the target's engine poll between requests (few sleeps per round trip) or sleep?
+        for mode in "" --busy-poll; do
+            echo "== rpma write+flush 8 B ${mode:-blocking}"
+            python3 "$HERE/thread_cpu.py" -- "$HERE/bin/rpma-perf" loopback \
+                --port 51903 --time "$T" --json --provider tcp --op write-flush --size 8 \
+                --iodepth 1 $mode
         done
     } > "$OUT/threads.txt" 2>&1
     echo "device_check.sh: results in $OUT" >&2

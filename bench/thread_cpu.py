@@ -7,7 +7,8 @@ samples /proc/<pid>/task/<tid>/stat of it and its descendants every --interval s
 prints each thread's CPU seconds (user+system) and how often it slept (voluntary context
 switches: each is a wake-up, which costs an IPI between vCPUs of a VM) or was preempted, with
 CPU seconds per GiB where --bytes or the command's JSON (`bytes`, or `ops` x `size`) says how
-much it moved. It reads only /proc, so it runs where `perf` is missing (the device machine).
+much it moved, and sleeps per operation where the JSON has `ops`. It reads only /proc, so it
+runs where `perf` is missing (the device machine).
 
     bench/thread_cpu.py [--interval S] [--bytes N] -- CMD ARGS...
 
@@ -72,22 +73,18 @@ def sample(root, seen):
             seen[(pid, int(tid))] = (comm, cpu, sw[0], sw[1])
 
 
-def moved(text):
-    """bytes moved, from the last JSON object the command printed"""
+def figures(text):
+    """bytes moved and operations done, from the last JSON object the command printed"""
     for line in reversed(text.strip().splitlines()):
         try:
             j = json.loads(line)
         except ValueError:
             continue
-        if "bytes" in j:
-            return j["bytes"]
-        if "ops" in j and "size" in j:
-            return j["ops"] * j["size"]
-    try:
-        j = json.loads(text)
-        return j.get("bytes") or j["ops"] * j["size"]
-    except (ValueError, KeyError, TypeError):
-        return None
+        if isinstance(j, dict) and ("bytes" in j or "ops" in j):
+            ops = j.get("ops")
+            nbytes = j.get("bytes") or (ops * j["size"] if ops and "size" in j else None)
+            return nbytes, ops
+    return None, None
 
 
 def main():
@@ -106,7 +103,8 @@ def main():
         sample(p.pid, seen)
         time.sleep(a.interval)
     out = p.stdout.read()
-    nbytes = a.bytes or moved(out)
+    nbytes, ops = figures(out)
+    nbytes = a.bytes or nbytes
     threads = sorted(({"pid": k[0], "tid": k[1], "comm": v[0], "cpu_s": v[1], "sleeps": v[2],
                        "preempted": v[3]}
                       for k, v in seen.items()), key=lambda t: -t["cpu_s"])
@@ -114,14 +112,17 @@ def main():
     for t in threads:
         t["cpu_s_per_GiB"] = round(t["cpu_s"] / gib, 4) if gib else None
     if a.json:
-        print(json.dumps({"cmd": cmd, "rc": p.returncode, "bytes": nbytes, "threads": threads}))
+        print(json.dumps({"cmd": cmd, "rc": p.returncode, "bytes": nbytes, "ops": ops,
+                          "threads": threads}))
     else:
-        print(f"rc {p.returncode}, {nbytes} bytes" + (f" ({gib:.2f} GiB)" if gib else ""))
+        print(f"rc {p.returncode}, {nbytes} bytes" + (f" ({gib:.2f} GiB)" if gib else "") +
+              (f", {ops} operations" if ops else ""))
         for t in threads:
             if t["cpu_s"] > 0:
                 per = f"{t['cpu_s_per_GiB']:8.3f} s/GiB" if gib else ""
+                per_op = f" ({t['sleeps'] / ops:.2f} per operation)" if ops else ""
                 print(f"{t['pid']:>8} {t['tid']:>8} {t['comm']:<16} {t['cpu_s']:7.2f} s {per}"
-                      f" {t['sleeps']:>8} sleeps {t['preempted']:>7} preempted")
+                      f" {t['sleeps']:>8} sleeps{per_op} {t['preempted']:>7} preempted")
     return p.returncode
 
 
