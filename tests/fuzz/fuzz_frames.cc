@@ -7,10 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "hooks.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/engine.h"
 #include "provider/soft/mr_table.h"
-#include "provider/tcp/queue_pair.h"
 
 namespace {
 
@@ -38,8 +38,7 @@ struct Target {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static Target t;
     if (size < 1) return 0;
-    rpma::tcp::QueuePair::fuzz_feed(&t.engine, &t.mrs, &t.cq, &t.events, data[0] % 3, data + 1,
-                                    size - 1);
+    rpma::fuzz::feed_frames(&t.engine, &t.mrs, &t.cq, &t.events, data[0] % 3, data + 1, size - 1);
     for (int i = 0; i < 2048; ++i)
         if (t.mem[i] != 0 || t.mem[6144 + i] != 0) __builtin_trap();  // guard bytes written
     return 0;

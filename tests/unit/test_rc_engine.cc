@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "../support/bare_qp.h"
 #include "../support/mem_stream.h"
 #include "common/sanitizer.h"
 #include "provider/rc/byte_stream.h"
@@ -37,14 +38,9 @@ using memio::MemStream;
 
 // The RC engine with no transport of its own: the test hands it its streams, as a transport
 // does, through the queue pair's protected interface.
-class TestQp final : public QueuePair {
+class TestQp final : public BareQp {
   public:
-    TestQp(Engine *e, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events)
-        : QueuePair(e, mrs, cfg, events) {}
-    int connect(const void *, uint8_t) override { return RPMA_E_NOSUPP; }
-    int accept(std::unique_ptr<prov::IncomingRequest>, const void *, uint8_t) override {
-        return RPMA_E_NOSUPP;
-    }
+    using BareQp::BareQp;
 
     // Established over main and join (client: we send our requests on main), with no engine
     // registration: the test steps the streams itself.
@@ -66,10 +62,6 @@ class TestQp final : public QueuePair {
         std::lock_guard lk(sq_mu_);
         return completer_.error();
     }
-
-  private:
-    void setup_events(Stream &, uint32_t) override {}
-    void on_events(int, uint32_t) override {}  // no fd of its own
 };
 
 // Builds established queue pairs over MemStreams (TestQp) and steps them through their

@@ -25,6 +25,7 @@
 #include <mutex>
 #include <thread>
 
+#include "../support/bare_qp.h"
 #include "../support/mem_stream.h"
 #include "common/ranked_mutex.h"
 #include "provider/rc/byte_stream.h"
@@ -96,14 +97,9 @@ class FaultStream final : public ByteStream {
 
 // The RC engine with no transport: the test hands it streams registered with the engine, each
 // under an eventfd that never fires, so the engine reads nothing by itself.
-class EngineQp final : public QueuePair {
+class EngineQp final : public BareQp {
   public:
-    EngineQp(Engine *e, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events)
-        : QueuePair(e, mrs, cfg, events) {}
-    int connect(const void *, uint8_t) override { return RPMA_E_NOSUPP; }
-    int accept(std::unique_ptr<prov::IncomingRequest>, const void *, uint8_t) override {
-        return RPMA_E_NOSUPP;
-    }
+    using BareQp::BareQp;
 
     // The passive side, established over main (the peer's requests: resp()) and join.
     bool establish(ByteStream *main, ByteStream *join) {
@@ -130,10 +126,6 @@ class EngineQp final : public QueuePair {
         }
         return false;
     }
-
-  private:
-    void setup_events(Stream &, uint32_t) override {}
-    void on_events(int, uint32_t) override {}  // no fd of its own
 };
 
 // The wait hook's view of the test: which mutex, which engine, and whether it waited.

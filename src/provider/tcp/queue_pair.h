@@ -24,14 +24,6 @@ using rc::QpConfig;
 
 class QueuePair final : public rc::QueuePair {
   public:
-    // Test hook for fuzzing (tests/fuzz/hooks.cc): builds an established queue pair over
-    // in-memory streams, with no engine registration, feeds `data` as the peer's bytes on one
-    // stream and processes them on the calling thread. kind 0: the peer's requests
-    // (responder); 1: answers to our requests (completer, after a few posted requests); 2: the
-    // server's reply to our connect. cq and events must outlive the engine.
-    static void fuzz_feed(Engine *engine, MrTable *mrs, Cq *cq, FdQueue<rpma_conn_event> *events,
-                          int kind, const uint8_t *data, size_t size);
-
     // upgrade: the way off tcp this connection may take (nullptr: none).
     static std::shared_ptr<QueuePair> create(Engine *engine, MrTable *mrs, const QpConfig &cfg,
                                              FdQueue<rpma_conn_event> *events,
@@ -51,7 +43,6 @@ class QueuePair final : public rc::QueuePair {
     QueuePair(Engine *engine, MrTable *mrs, const QpConfig &cfg, FdQueue<rpma_conn_event> *events,
               StreamUpgrade *upgrade);
 
-    static void post_requests(QueuePair &qp, const std::shared_ptr<Region> &region, char *local);
     void setup_events(Stream &s, uint32_t events) override;
     void handshake_out(Stream &s);
     void handshake_in();

@@ -1,0 +1,27 @@
+// The fuzz targets' way into the RC engine (hooks.cc), through the interface a transport uses.
+#pragma once
+
+#include <librpma.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/fd_queue.h"
+
+namespace rpma {
+class Engine;
+class MrTable;
+class Cq;
+}  // namespace rpma
+
+namespace rpma::fuzz {
+
+// Builds an established queue pair over in-memory streams, with no engine registration, feeds
+// `data` as the peer's bytes on one stream and processes them on the calling thread. kind 0:
+// the peer's requests (responder); 1: answers to our requests (completer, after a few posted
+// requests); 2: the server's Reply to our connect (tcp's parser), then its frames. cq and events
+// must outlive the engine.
+void feed_frames(Engine *engine, MrTable *mrs, Cq *cq, FdQueue<rpma_conn_event> *events, int kind,
+                 const uint8_t *data, size_t size);
+
+}  // namespace rpma::fuzz
