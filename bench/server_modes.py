@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-MODES = ["block", "epoll", "uring", "uring-link", "uring-plain", "uring-fixed", "uring-pollfirst",
+MODES = ["block", "epoll", "epoll-spin", "spin", "uring", "uring-link", "uring-plain", "uring-fixed", "uring-pollfirst",
          "uring-multishot", "uring-sqpoll", "uring-poll"]
 CASES = [(2, False), (2, True), (1, False), (1, True)]  # (messages, client spins)
 

@@ -21,6 +21,9 @@
  *                                                     epoll  rpma's engine: epoll_wait on the
  *                                                            socket (EPOLLET), then recv until a
  *                                                            short read or EAGAIN
+ *                                                     epoll-spin  the same with epoll_wait(0) in
+ *                                                            a loop, never sleeping: rpma's
+ *                                                            engine while it polls
  *                                                     spin   recv(MSG_DONTWAIT) in a loop, never
  *                                                            sleeping: a target that keeps a core
  *                                                            (rpma's engine polls so while
@@ -134,8 +137,9 @@ static bool read_all(int fd, void *buf, size_t len, bool spin) {
     return true;
 }
 
-/* rpma's engine thread: an EPOLLET wake-up, then recv until a short read or EAGAIN */
-static void serve_epoll(int fd, size_t want, size_t answer) {
+/* rpma's engine thread: an EPOLLET wake-up, then recv until a short read or EAGAIN; with
+ * timeout_ms 0 it never sleeps, as rpma's engine polls while requests come */
+static void serve_epoll(int fd, size_t want, size_t answer, int timeout_ms) {
     size_t bufsz = want > 65536 ? want : 65536, got = 0;
     char *buf = malloc(bufsz);
     int ep = epoll_create1(0);
@@ -143,10 +147,12 @@ static void serve_epoll(int fd, size_t want, size_t answer) {
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET};
     if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)) die("epoll_ctl");
     for (bool eof = false; !eof;) {
-        if (epoll_wait(ep, &ev, 1, -1) < 0) {
+        int ready = epoll_wait(ep, &ev, 1, timeout_ms);
+        if (ready < 0) {
             if (errno == EINTR) continue;
             die("epoll_wait");
         }
+        if (ready == 0) continue;
         for (;;) {
             size_t room = bufsz - got;
             ssize_t n = recv(fd, buf + got, room, MSG_DONTWAIT);
@@ -194,7 +200,9 @@ static void server(int lfd, const struct opts *o) {
         uint64_t reply[2] = {total, bench_cpu_ns()};
         write_all(fd, reply, sizeof(reply));
     } else if (o->server && !strcmp(o->server, "epoll")) {
-        serve_epoll(fd, o->size * (size_t)o->messages, o->size);
+        serve_epoll(fd, o->size * (size_t)o->messages, o->size, -1);
+    } else if (o->server && !strcmp(o->server, "epoll-spin")) {
+        serve_epoll(fd, o->size * (size_t)o->messages, o->size, 0);
     } else if (o->server && !strcmp(o->server, "spin")) {
         while (read_all(fd, buf, o->size * (size_t)o->messages, true)) write_all(fd, buf, o->size);
     } else if (o->server && strcmp(o->server, "block")) {
@@ -277,7 +285,9 @@ static int client(const struct opts *o) {
 /* lat's servers: block, epoll, spin, and the io_uring ones where liburing was found */
 static bool server_known(const char *mode, bool bw) {
     if (bw) return false;
-    if (!strcmp(mode, "block") || !strcmp(mode, "epoll") || !strcmp(mode, "spin")) return true;
+    if (!strcmp(mode, "block") || !strcmp(mode, "epoll") || !strcmp(mode, "epoll-spin") ||
+        !strcmp(mode, "spin"))
+        return true;
 #ifdef TCP_PEER_URING
     return uring_server_known(mode);
 #else
