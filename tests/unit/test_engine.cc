@@ -1,13 +1,17 @@
 // The progress engine: a handler that throws does not end the process or the loop, and in a
 // forked child nothing waits for the parent's engine thread.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <thread>
@@ -236,38 +240,136 @@ TEST(EngineSpin, OutsideACallbackKeepSpinningDoesNothing) {
 
 namespace {
 
-// A socket stream's handler: each event is a request served, and asks the engine to poll. With
-// preempt_first, the first event calls keep_polling 4 times (the window opened, then 3 found)
-// and sets a timer that sleeps 1 ms: to the engine, a turn preempted while it polled.
+// The CPU the engine thread and CoreTaker's helper share: the first this process may use.
+int shared_cpu() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) return c;
+    return 0;
+}
+
+bool pin(pid_t tid, int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return ::sched_setaffinity(tid, sizeof(set), &set) == 0;
+}
+
+// Takes a thread's core from it for a moment, as the scheduler does for another thread that
+// wants it: a helper pinned to the same core is woken, and the thread yields until the helper
+// has run. A yield that switches is an involuntary switch (getrusage's ru_nivcsw), as a
+// preemption is; the thread must be pinned to cpu() first.
+class CoreTaker {
+  public:
+    CoreTaker() : cpu_(shared_cpu()) {
+        helper_ = std::thread([this] {
+            bool pinned = pin(0, cpu_);
+            std::unique_lock lk(mu_);
+            ok_ = pinned;
+            ready_ = true;
+            cv_.notify_all();
+            for (;;) {
+                cv_.wait(lk, [&] { return go_ || stop_; });
+                if (stop_) return;
+                go_ = false;
+                ran_ = true;
+            }
+        });
+        std::unique_lock lk(mu_);
+        cv_.wait(lk, [&] { return ready_; });
+    }
+    ~CoreTaker() {
+        {
+            std::lock_guard lk(mu_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        helper_.join();
+    }
+    int cpu() const noexcept { return cpu_; }
+    bool ok() {
+        std::lock_guard lk(mu_);
+        return ok_;
+    }
+    void take() {
+        {
+            std::lock_guard lk(mu_);
+            go_ = true;
+        }
+        cv_.notify_all();
+        for (;;) {
+            {
+                std::lock_guard lk(mu_);
+                if (ran_) break;
+            }
+            ::sched_yield();
+        }
+        std::lock_guard lk(mu_);
+        ran_ = false;
+    }
+
+  private:
+    const int cpu_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool ready_ = false, ok_ = false, go_ = false, ran_ = false, stop_ = false;
+    std::thread helper_;
+};
+
+// What the first request's timer does to the engine's polling turn (Poller).
+enum class Slow { kNone, kSleep, kPreempt };
+
+// A socket stream's handler: each event is a request served, and asks the engine to poll. Where
+// a Slow is given, the first event calls keep_polling 4 times (the window opened, then 3 found)
+// and sets a timer 1 ms on that makes the turn slow: kSleep sleeps 1 ms (a turn slowed with no
+// other thread on the core, as a vCPU the hypervisor ran something else on looks), kPreempt also
+// has CoreTaker take the core first (a turn the scheduler gave to another thread).
 class Poller : public Handler {
   public:
-    Poller(Engine *e, bool preempt_first)
-        : e_(e), preempt_first_(preempt_first), fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+    Poller(Engine *e, Slow slow, CoreTaker *taker)
+        : e_(e), slow_(slow), taker_(taker), fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
     void on_events(int, uint32_t) override {
         drain(fd);
         bool first = events++ == 0;
-        for (int i = 0; i < (first && preempt_first_ ? 4 : 1); ++i) e_->keep_polling();
-        if (first && preempt_first_) e_->add_timer(Clock::now() + 1ms, self);
+        bool slow = first && slow_ != Slow::kNone;
+        for (int i = 0; i < (slow ? 4 : 1); ++i) e_->keep_polling();
+        if (slow) e_->add_timer(Clock::now() + 1ms, self);
     }
-    void on_timer() override { std::this_thread::sleep_for(1ms); }
+    void on_timer() override {
+        if (slow_ == Slow::kPreempt) taker_->take();
+        std::this_thread::sleep_for(1ms);
+    }
     Engine *e_;
-    const bool preempt_first_;
+    const Slow slow_;
+    CoreTaker *taker_;
     Fd fd;
     std::weak_ptr<Handler> self;
     std::atomic<int> events{0};
 };
 
 // An engine with one Poller, RPMA_SPIN_US = window: requests one at a time, each followed by the
-// engine asleep again, and the engine's turns that did not sleep.
+// engine asleep again, and the engine's turns that did not sleep. kPreempt pins the engine
+// thread to the CoreTaker's core; kSleep makes it SCHED_FIFO on one core, so that no other
+// thread can take the core from it (ok() false where that is not permitted).
 class PollBench {
   public:
-    PollBench(const char *window, bool preempt_first) : env_(window) {
-        p_ = std::make_shared<Poller>(&e_, preempt_first);
+    PollBench(const char *window, Slow slow = Slow::kNone) : env_(window) {
+        if (slow == Slow::kPreempt) taker_ = std::make_unique<CoreTaker>();
+        p_ = std::make_shared<Poller>(&e_, slow, taker_.get());
         p_->self = p_;
         key_ = e_.add(p_->fd.get(), EPOLLIN | EPOLLET, p_);
         e_.run_sync([&] { tid_ = ::gettid(); });
+        if (slow == Slow::kPreempt) ok_ = pin(tid_, taker_->cpu());
+        if (slow == Slow::kSleep) {
+            sched_param sp{};
+            sp.sched_priority = 1;
+            ok_ = pin(tid_, shared_cpu()) && ::sched_setscheduler(tid_, SCHED_FIFO, &sp) == 0;
+        }
     }
     ~PollBench() { e_.remove(key_); }
+    bool ok() const noexcept { return ok_ && (!taker_ || taker_->ok()); }
     // The n-th request, served and the engine asleep after it: only a window that ended sleeps.
     void request(int n) {
         uint64_t one = 1;
@@ -283,10 +385,12 @@ class PollBench {
 
   private:
     SpinEnv env_;  // before the engine, which reads it as it starts
+    std::unique_ptr<CoreTaker> taker_;
     Engine e_;
     std::shared_ptr<Poller> p_;
     uint64_t key_ = 0;
     pid_t tid_ = 0;
+    bool ok_ = true;
 };
 
 }  // namespace
@@ -295,7 +399,7 @@ class PollBench {
 // such a window the engine serves requests by waking up, and tries one window again after
 // kPollRetry (64) of them.
 TEST(EnginePoll, AfterAWindowThatFoundNothingItSleepsUntilTheRetry) {
-    PollBench b("1000", false);
+    PollBench b("1000");
     ASSERT_NO_FATAL_FAILURE(b.request(1));
     uint64_t after_first = b.looks();
     EXPECT_GT(after_first, 0u) << "the first request opened no window";
@@ -306,12 +410,25 @@ TEST(EnginePoll, AfterAWindowThatFoundNothingItSleepsUntilTheRetry) {
 }
 
 // A window whose score would outlive its end (3 found, 2 for the end) still stops polling when
-// the engine finds it was kept off the core: the next request is served by waking up.
+// the engine finds another thread was given its core: the next request is served by waking up.
 TEST(EnginePoll, APreemptedWindowStopsPolling) {
-    PollBench b("10000", true);
+    PollBench b("10000", Slow::kPreempt);
+    ASSERT_TRUE(b.ok()) << "could not pin the engine and the helper to one core";
     ASSERT_NO_FATAL_FAILURE(b.request(1));
     uint64_t after_first = b.looks();
     ASSERT_GT(after_first, 0u);
     ASSERT_NO_FATAL_FAILURE(b.request(2));
     EXPECT_EQ(b.looks(), after_first) << "the engine polled again after a preempted window";
+}
+
+// A turn as slow, with no other thread on the core (as a VM's stolen vCPU looks), leaves the
+// window to its score: it ends empty (3 found, 2 for the end) and the next request polls again.
+TEST(EnginePoll, ASlowTurnWithNoOtherThreadOnTheCoreKeepsPolling) {
+    PollBench b("10000", Slow::kSleep);
+    if (!b.ok()) GTEST_SKIP() << "SCHED_FIFO is not permitted here (needs CAP_SYS_NICE)";
+    ASSERT_NO_FATAL_FAILURE(b.request(1));
+    uint64_t after_first = b.looks();
+    ASSERT_GT(after_first, 0u);
+    ASSERT_NO_FATAL_FAILURE(b.request(2));
+    EXPECT_GT(b.looks(), after_first) << "a slow turn alone stopped the engine's polling";
 }

@@ -3,6 +3,7 @@
 #include <librpma.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -274,8 +275,11 @@ bool Engine::spin_on(Clock::time_point *next_look) {
 // keep_polling's bookkeeping. Polling pays only while requests come within the window and no
 // other thread wants this core (the peer's next request may need it to be sent). So a request
 // found while polling scores 1 (up to kPollScoreMax); a window that passes without one costs 2;
-// an empty turn that took longer than kPollPreempted (the thread was preempted: the core is
-// wanted) ends the window and the score goes below 0. Below 0 the engine wakes per request
+// an empty turn that took longer than kPollPreempted ends the window and the score goes below 0
+// where the scheduler gave this thread's core to another thread meanwhile (an involuntary switch
+// since the window began: the core is wanted). A slow turn without one (a VM's vCPU the
+// hypervisor ran something else on, a long interrupt) says nothing about this machine's cores,
+// and the window goes on. Below 0 the engine wakes per request
 // again and tries one window after poll_retry_ requests, which doubles with each such try (up to
 // kPollRetryMax) and goes back to kPollRetryMin once a window has run kPollProven.
 namespace {
@@ -284,6 +288,13 @@ constexpr unsigned kPollRetryMin = 64;
 constexpr unsigned kPollRetryMax = 4096;
 constexpr auto kPollPreempted = std::chrono::microseconds(50);
 constexpr auto kPollProven = std::chrono::milliseconds(10);
+
+// How often the scheduler took the core from this thread so far (read once per window and on
+// a slow turn only: a system call).
+long involuntary_switches() noexcept {
+    rusage ru{};
+    return ::getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
+}
 }  // namespace
 
 void Engine::keep_polling() noexcept {
@@ -303,12 +314,14 @@ void Engine::keep_polling() noexcept {
     poll_since_ = poll_last_ = Clock::real();
     poll_until_ = poll_since_ + spin_window_;
     poll_idle_ = false;
+    poll_switches_ = involuntary_switches();
 }
 
 bool Engine::polling() {
     if (poll_until_ == Clock::time_point{}) return false;
     auto now = Clock::real();
-    bool preempted = std::exchange(poll_idle_, false) && now - poll_last_ > kPollPreempted;
+    bool preempted = std::exchange(poll_idle_, false) && now - poll_last_ > kPollPreempted &&
+                     involuntary_switches() != poll_switches_;
     poll_last_ = now;
     if (std::exchange(poll_more_, false)) poll_until_ = now + spin_window_;
     if (!preempted && now < poll_until_) return true;

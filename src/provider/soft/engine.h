@@ -135,6 +135,7 @@ class Engine {
     Clock::time_point poll_since_{};  // the window's start
     Clock::time_point poll_last_{};   // the last look at the clock while polling
     bool poll_idle_ = false;          // the turn since poll_last_ found nothing
+    long poll_switches_ = 0;          // this thread's involuntary switches as the window began
     int poll_score_ = 0;              // requests found while polling, less empty windows
     unsigned poll_skips_ = 0;         // requests served without polling since the score fell
     unsigned poll_retry_ = 64;        // how many, before a window is tried again
