@@ -2,11 +2,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "provider/soft/engine.h"
-#include "provider/tcp/listener.h"
+#include "hooks.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static rpma::Engine engine;  // idle
-    rpma::tcp::Listener::fuzz_hello(&engine, data, size);
+    rpma::fuzz::read_hello(data, size);
     return 0;
 }

@@ -1,6 +1,6 @@
 // Test hooks that push arbitrary bytes through the tcp provider's real parsers on the calling
-// thread (see tests/fuzz): the RC engine's over in-memory streams (hooks.h), the listener's over a
-// socket pair. Nothing here runs in normal operation.
+// thread (see tests/fuzz, hooks.h): the RC engine's over in-memory streams, the listener's Hello
+// reader over a socket pair. Nothing here runs in normal operation.
 #include "hooks.h"
 
 #include <sys/socket.h>
@@ -13,12 +13,13 @@
 
 #include "../support/bare_qp.h"
 #include "../support/mem_stream.h"
+#include "../support/socket_pair.h"
 #include "provider/soft/cq.h"
 #include "provider/soft/mr_table.h"
 #include "provider/tcp/connector.h"
-#include "provider/tcp/listener.h"
+#include "provider/tcp/hello_reader.h"
 
-namespace rpma::tcp {
+namespace rpma::fuzz {
 
 namespace {
 
@@ -32,14 +33,6 @@ void push_input(int fd, const uint8_t *data, size_t size) {
     }
     ::shutdown(fd, SHUT_WR);
 }
-
-}  // namespace
-
-}  // namespace rpma::tcp
-
-namespace rpma::fuzz {
-
-namespace {
 
 void drain(Cq *cq, FdQueue<rpma_conn_event> *events) {
     ibv_wc wc[16];
@@ -161,25 +154,14 @@ void feed_frames(Engine *engine, MrTable *mrs, Cq *cq, FdQueue<rpma_conn_event> 
     qp->feed(kind, mrs, cq, events, data, size);
 }
 
-}  // namespace rpma::fuzz
-
-namespace rpma::tcp {
-
-int Listener::fuzz_hello(Engine *engine, const uint8_t *data, size_t size) {
-    std::shared_ptr<Listener> l(new Listener(engine));
-    int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) return 0;
-    Fd peer(sv[1]);
-    int fd = sv[0];
-    Pending p;
-    p.fd.reset(fd);
-    p.deadline = Clock::now();
-    l->pending_.emplace(fd, std::move(p));
+int read_hello(const uint8_t *data, size_t size) {
+    Fd ours, peer;
+    if (!test::socket_pair(&ours, &peer)) return 0;
     push_input(peer.get(), data, size);
-    for (int i = 0; i < 8 && l->pending_.count(fd); ++i) l->read_hello(l->pending_.at(fd));
-    int queued = static_cast<int>(l->requests_.drain().size());
-    l->on_timer();
-    return queued;
+    tcp::HelloReader reader;
+    tcp::HelloReader::Step st = tcp::HelloReader::Step::kMore;
+    for (int i = 0; i < 8 && st == tcp::HelloReader::Step::kMore; ++i) st = reader.read(ours.get());
+    return st == tcp::HelloReader::Step::kDone;
 }
 
-}  // namespace rpma::tcp
+}  // namespace rpma::fuzz

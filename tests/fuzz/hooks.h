@@ -1,4 +1,5 @@
-// The fuzz targets' way into the RC engine (hooks.cc), through the interface a transport uses.
+// The fuzz targets' ways into the tcp provider's parsers (hooks.cc): the RC engine through the
+// interface a transport uses, and the listener's Hello reader.
 #pragma once
 
 #include <librpma.h>
@@ -23,5 +24,9 @@ namespace rpma::fuzz {
 // must outlive the engine.
 void feed_frames(Engine *engine, MrTable *mrs, Cq *cq, FdQueue<rpma_conn_event> *events, int kind,
                  const uint8_t *data, size_t size);
+
+// Feeds `data` as an accepted socket's first bytes to the listener's Hello reader
+// (tcp::HelloReader) over a socket pair; 1 if it read a well-formed Hello.
+int read_hello(const uint8_t *data, size_t size);
 
 }  // namespace rpma::fuzz

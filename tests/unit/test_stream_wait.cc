@@ -13,6 +13,7 @@
 #include <string>
 
 #include "../support/mem_stream.h"
+#include "../support/socket_pair.h"
 #include "common/fd.h"
 #include "provider/rc/stream.h"
 #include "provider/shm/segment.h"
@@ -61,12 +62,7 @@ TEST(StreamWaitMem, ReadyOnlyWhenInputOrTheEndCameBeforeTheWait) {
 
 class StreamWaitSocket : public ::testing::Test {
   protected:
-    void SetUp() override {
-        int sv[2];
-        ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
-        ours_.reset(sv[0]);
-        peer_.reset(sv[1]);
-    }
+    void SetUp() override { ASSERT_TRUE(test::socket_pair(&ours_, &peer_)); }
     Fd ours_, peer_;
     tcp::SocketStream stream_{&ours_};
     tcp::SocketStream peer_stream_{&peer_};

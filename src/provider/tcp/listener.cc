@@ -144,25 +144,15 @@ void Listener::drop(int fd) {
 }
 
 void Listener::read_hello(Pending &p) {
-    char *dst = reinterpret_cast<char *>(&p.hello) + p.got;
-    // exactly the Hello: what follows belongs to the connection
-    ssize_t r = ::recv(p.fd.get(), dst, sizeof(Hello) - p.got, MSG_DONTWAIT);
-    if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
     int fd = p.fd.get();
-    if (r <= 0) {
+    HelloReader::Step st = p.reader.read(fd);
+    if (st == HelloReader::Step::kMore) return;
+    if (st == HelloReader::Step::kBad) {
         drop(fd);
         return;
     }
-    p.got += static_cast<size_t>(r);
-    if (p.got < sizeof(Hello)) return;
-    const Hello &h = p.hello;
-    bool main = h.role == static_cast<uint8_t>(StreamRole::kMain);
-    if (h.magic != kMagic || h.version != kProtocolVersion || h.pdata_len > kConnectPdataMax ||
-        (!main && h.role != static_cast<uint8_t>(StreamRole::kJoin))) {
-        RPMA_LOG_WARNING("malformed connection request; closing it");
-        drop(fd);
-        return;
-    }
+    const Hello &h = p.reader.hello();
+    bool main = p.reader.main();
     bool fresh = !halves_.count(h.token);
     Half &half = halves_[h.token];
     Fd &slot = main ? half.main : half.join;

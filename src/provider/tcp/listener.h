@@ -15,6 +15,7 @@
 #include "provider/provider.h"
 #include "provider/soft/accept_backoff.h"
 #include "provider/soft/engine.h"
+#include "provider/tcp/hello_reader.h"
 #include "provider/tcp/upgrade.h"
 #include "provider/tcp/wire.h"
 
@@ -41,10 +42,6 @@ class Listener final : public prov::Listener,
                        public Handler,
                        public std::enable_shared_from_this<Listener> {
   public:
-    // Test hook for fuzzing: feeds `data` as one accepted socket's first bytes and runs the
-    // Hello parser on the calling thread. Returns how many requests were queued (0 or 1).
-    static int fuzz_hello(Engine *engine, const uint8_t *data, size_t size);
-
     // upgrade: takes offers off tcp (nullptr: none).
     static int create(Engine *engine, StreamUpgrade *upgrade, const char *addr, const char *port,
                       std::shared_ptr<Listener> *out);
@@ -63,8 +60,7 @@ class Listener final : public prov::Listener,
     struct Pending {
         Fd fd;
         uint64_t key = 0;
-        Hello hello{};
-        size_t got = 0;
+        HelloReader reader;
         Clock::time_point deadline;
     };
     struct Half {
