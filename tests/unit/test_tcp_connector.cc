@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/socket_pair.h"
 #include "provider/tcp/connector.h"
 #include "provider/tcp/socket_stream.h"
 #include "provider_env.h"
@@ -53,12 +54,7 @@ class FakeUpgrade final : public tcp::StreamUpgrade {
 
 // A connected socket pair: the connector's end and the peer's.
 struct Pair {
-    Pair() {
-        int sv[2];
-        EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
-        ours.reset(sv[0]);
-        peer.reset(sv[1]);
-    }
+    Pair() { EXPECT_TRUE(test::socket_pair(&ours, &peer)); }
     template <class T>
     T read_peer() {
         T t{};
