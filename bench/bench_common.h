@@ -3,12 +3,16 @@
 #ifndef RPMA_BENCH_COMMON_H
 #define RPMA_BENCH_COMMON_H
 
+#include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline uint64_t bench_now_ns(void) {
     struct timespec ts;
@@ -75,6 +79,36 @@ static inline void bench_lat_json(FILE *f, const struct bench_lat *l) {
     fprintf(f, "\"lat_us\":{\"mean\":%.3f,\"p50\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f}",
             l->count ? (double)l->sum / (double)l->count / 1e3 : 0.0, bench_lat_pct_us(l, 50),
             bench_lat_pct_us(l, 99), bench_lat_pct_us(l, 99.9), (double)l->max / 1e3);
+}
+
+/* sleeps s seconds, through signals */
+static inline void bench_sleep_s(double s) {
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {
+    }
+}
+
+/*
+ * Forks the server of a two-process benchmark, joined to this process by two pipes: up (server
+ * to client) and down. Returns the server's pid here, with up[0] and down[1] left open; in the
+ * server it returns 0, with up[1] and down[0] left open. The server dies with this process.
+ * -1 if a pipe or the fork fails.
+ */
+static inline pid_t bench_fork_server(int up[2], int down[2]) {
+    if (pipe(up) || pipe(down)) return -1;
+    fflush(stdout);
+    pid_t parent = getpid(), pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1);
+        close(up[0]);
+        close(down[1]);
+        return 0;
+    }
+    close(up[1]);
+    close(down[0]);
+    return pid;
 }
 
 #endif /* RPMA_BENCH_COMMON_H */

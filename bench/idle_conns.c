@@ -240,12 +240,6 @@ static struct cpu read_cpu(pid_t pid) {
     return c;
 }
 
-static void sleep_s(double s) {
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) && errno == EINTR) {
-    }
-}
-
 static void raise_nofile(int n) {
     /* each connection holds a few descriptors on each side (socket, eventfds, ...) */
     rlim_t want = (rlim_t)n * 8 + 256;
@@ -318,19 +312,9 @@ int main(int argc, char *argv[]) {
     alarm((unsigned)(o.idle_s + o.settle_s) + 120 + (unsigned)o.n / 20);
 
     int up[2], down[2];
-    if (pipe(up) || pipe(down)) return 1;
-    fflush(stdout);
-    pid_t parent = getpid(), pid = fork();
+    pid_t parent = getpid(), pid = bench_fork_server(up, down);
     if (pid < 0) return 1;
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(1);
-        close(up[0]);
-        close(down[1]);
-        server(&o, up[1], down[0]);
-    }
-    close(up[1]);
-    close(down[0]);
+    if (pid == 0) server(&o, up[1], down[0]);
     int port = read_int(up[0], EVENT_MS);
     int st = 0;
     if (port <= 0) {
@@ -346,7 +330,7 @@ int main(int argc, char *argv[]) {
     TRY(rpma_peer_new(dev, &peer));
 
     /* both set up, no connection yet: the baseline */
-    sleep_s(0.2);
+    bench_sleep_s(0.2);
     struct mem cm0 = read_mem(parent), sm0 = read_mem(pid);
     long slab0 = meminfo_kib("Slab");
 
@@ -365,11 +349,11 @@ int main(int argc, char *argv[]) {
     }
     double connect_s = (double)(bench_now_ns() - t0) / 1e9;
 
-    sleep_s(o.settle_s);
+    bench_sleep_s(o.settle_s);
     /* our own readings sit innermost, so the reading of the server is not charged to us */
     struct cpu sc0 = read_cpu(pid), cc0 = read_cpu(parent);
     uint64_t i0 = bench_now_ns();
-    sleep_s(o.idle_s);
+    bench_sleep_s(o.idle_s);
     struct cpu cc1 = read_cpu(parent), sc1 = read_cpu(pid);
     double idle = (double)(bench_now_ns() - i0) / 1e9;
     struct mem cm1 = read_mem(parent), sm1 = read_mem(pid);

@@ -118,6 +118,8 @@ class EngineQp final : public BareQp {
     const RankedMutex *resp_rx_mu() { return &progress_.resp().rx_mu; }
     // A waiting thread serves the peer's requests (Progress::serve_requests).
     void serve_requests() { progress_.serve_requests(); }
+    // What a posted receive does for a responder that waits for one (its RecvWaiter's wake).
+    void resume() { resume_responder(); }
     Task::State responder_state() { return progress_.task(Progress::Role::kResponder).state(); }
     bool registered() {
         for (Stream *s : {&main_, &join_}) {
@@ -167,7 +169,7 @@ TEST(RcLostDeadlock, FatalReadInTheRespondersPassWhileTheEngineResumesIt) {
     if (!requests.entered.wait()) give_up("serve_requests never reached the read");
     // 2. A receive is posted: the engine resumes the responder, which only arms the running
     //    task, and comes back (run_sync runs after the posted resume).
-    qp->recv_posted();
+    qp->resume();
     auto turned = std::async(std::launch::async, [&] { engine.run_sync([] {}); });
     if (turned.wait_for(kBound) != std::future_status::ready)
         give_up("the engine waits for the responder's runner");

@@ -15,6 +15,8 @@ void QueuePair::close() {
     engine_->run_sync([this] {
         const Clock::time_point deadline = Clock::now() + kLingerTimeout;
         bool graceful = conn_.begin_close(deadline);
+        // closed: a wake the responder was handed would go unused (resume_responder)
+        if (cfg_.srq) cfg_.srq->leave(recv_wait_);
         {
             std::lock_guard lk(sq_mu_);
             completer_.abandon();  // nobody is left to see their completions

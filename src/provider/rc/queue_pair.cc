@@ -97,8 +97,10 @@ bool QueuePair::establish_stream(Stream &s, uint32_t events) {
 }
 
 std::optional<prov::RecvWr> QueuePair::take_recv() {
-    RecvQueue *q = cfg_.srq ? cfg_.srq : &rq_;
-    return q->take_or_wait(weak_from_this());
+    // The responder's task runs this, one thread at a time: the first call sets the reference.
+    if (recv_wait_.ref.expired())
+        recv_wait_.ref = std::shared_ptr<RecvWaiter>(shared_from_this(), &recv_wait_);
+    return (cfg_.srq ? cfg_.srq : &rq_)->take_or_wait(recv_wait_);
 }
 
 void QueuePair::enter_error(const prov::RecvWr *failed, ibv_wc_status st) {
@@ -110,6 +112,8 @@ void QueuePair::enter_error(const prov::RecvWr *failed, ibv_wc_status st) {
 
 void QueuePair::flush_receives() {
     for (auto &r : rq_.drain()) responder_.flush_recv(r);
+    // An SRQ's receives stay for the other connections, and so does a wake this one was handed.
+    if (cfg_.srq) cfg_.srq->leave(recv_wait_);
 }
 
 void QueuePair::resume_responder() {
@@ -121,10 +125,6 @@ void QueuePair::resume_responder() {
         if (self && !self->conn_.closed())
             self->progress_.run_responder(ByteStream::Reader::kWaiter);
     });
-}
-
-void QueuePair::recv_posted() {
-    resume_responder();
 }
 
 }  // namespace rpma::rc

@@ -77,7 +77,6 @@ struct QpConfig {
 
 class QueuePair : public prov::QueuePair,
                   public Handler,
-                  public RecvWaiter,
                   public Completer::Host,
                   public Responder::Host,
                   public Progress::Host,
@@ -104,7 +103,6 @@ class QueuePair : public prov::QueuePair,
     // are progress_'s.
     void on_timer() override;
     void on_failure(const char *why) override { lost(why, false); }
-    void recv_posted() override;
     // on: this queue pair's progress is the progress hook of the CQ and the queue pair's own
     // RCQ (off: none is).
     void set_cq_hook(bool on) noexcept;
@@ -159,6 +157,13 @@ class QueuePair : public prov::QueuePair,
     QpConfig cfg_;
     uint32_t qp_num_;
     RecvQueue rq_;
+    // The responder's place among the waiters of its receive queue (rq_ or the SRQ): a part of
+    // this object, so the queue's reference to it keeps the whole alive.
+    struct RecvWait final : RecvWaiter {
+        explicit RecvWait(QueuePair &qp) noexcept : qp(qp) {}
+        void recv_posted() override { qp.resume_responder(); }
+        QueuePair &qp;
+    } recv_wait_{*this};
     Connection conn_;  // CM state, deadlines, the peer's QP number, events; rank kCmRank
 
     RankedMutex sq_mu_{kSqRank};  // the send queue, the requester's and completer's state

@@ -2,13 +2,15 @@
 
 #include <librpma.h>
 
+#include <algorithm>
+
 #include "common/log.h"
 
 namespace rpma {
 
 int RecvQueue::post(prov::RecvWr r) {
     r.hold();  // kept past the post
-    std::vector<std::weak_ptr<RecvWaiter>> wake;
+    std::shared_ptr<RecvWaiter> wake;
     {
         std::lock_guard lk(mu_);
         if (q_.size() >= capacity_) {
@@ -17,23 +19,59 @@ int RecvQueue::post(prov::RecvWr r) {
         }
         q_.push_back(std::move(r));
         held_.store(q_.size(), std::memory_order_relaxed);
-        wake.swap(waiters_);
+        wake = next_waiter();
     }
-    for (auto &w : wake)
-        if (auto p = w.lock()) p->recv_posted();
+    if (wake) wake->recv_posted();
     return 0;
 }
 
-std::optional<prov::RecvWr> RecvQueue::take_or_wait(std::weak_ptr<RecvWaiter> w) {
+std::optional<prov::RecvWr> RecvQueue::take_or_wait(RecvWaiter &w) {
     std::lock_guard lk(mu_);
     if (q_.empty()) {
-        waiters_.push_back(std::move(w));
+        if (!w.listed) {
+            w.listed = true;
+            waiters_.push_back(w.ref);
+        }
         return std::nullopt;
     }
+    // Listed, yet here before its wake (another resume re-ran its request): it waits no more.
+    if (w.listed) unlist(w);
     prov::RecvWr r = std::move(q_.front());
     q_.pop_front();
     held_.store(q_.size(), std::memory_order_relaxed);
     return r;
+}
+
+void RecvQueue::leave(RecvWaiter &w) {
+    std::shared_ptr<RecvWaiter> wake;
+    {
+        std::lock_guard lk(mu_);
+        if (w.listed) unlist(w);
+        if (!q_.empty()) wake = next_waiter();
+    }
+    if (wake) wake->recv_posted();
+}
+
+std::shared_ptr<RecvWaiter> RecvQueue::next_waiter() {
+    while (!waiters_.empty()) {
+        std::shared_ptr<RecvWaiter> w = waiters_.front().lock();
+        waiters_.pop_front();
+        if (w) {
+            w->listed = false;
+            return w;
+        }
+    }
+    return nullptr;
+}
+
+void RecvQueue::unlist(RecvWaiter &w) {
+    w.listed = false;
+    // the same owner, even where the waiter is a part of it (an aliasing reference)
+    auto same = [&w](const std::weak_ptr<RecvWaiter> &e) {
+        return !e.owner_before(w.ref) && !w.ref.owner_before(e);
+    };
+    auto it = std::find_if(waiters_.begin(), waiters_.end(), same);
+    if (it != waiters_.end()) waiters_.erase(it);
 }
 
 std::deque<prov::RecvWr> RecvQueue::drain() {
