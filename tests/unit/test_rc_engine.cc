@@ -197,6 +197,7 @@ class RcEngineTest : public ::testing::Test {
         cfg.rq_size = 16;
         cfg.cq = side.cq.get();
         cfg.recv_cq = side.cq.get();
+        if (!client) cfg.srq = srq_;
         side.qp = std::make_shared<TestQp>(&engine_, &side.mrs, cfg, &side.events);
         QpTestAccess::establish(*side.qp, client, main, join);
         side.region = side.mrs.add(side.mem.data(), side.mem.size(), kAllUsage);
@@ -253,6 +254,7 @@ class RcEngineTest : public ::testing::Test {
     std::shared_ptr<Channel> server_answers_;   // the server's answers to the client's requests
     std::shared_ptr<Channel> client_requests_;  // the client's requests, unread by the server
     uint32_t sq_size_ = 16;                     // set before SetUp
+    RecvQueue *srq_ = nullptr;                  // the servers' SRQ, if set before SetUp
 };
 
 TEST_F(RcEngineTest, WritePlacesDataAndCompletes) {
@@ -484,6 +486,98 @@ TEST_F(RcEngineTest, AResumeReadsWhatCameDuringTheStall) {
     ASSERT_EQ(server_.cq->get_wc(1, &wc, &got), 0);
     EXPECT_EQ(wc.wr_id, 21u);
     EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
+// Two connections whose servers share one SRQ, both waiting for a receive (RNR): the fixture's
+// pair, and a second one made here.
+class RcEngineSrqTest : public RcEngineTest {
+  protected:
+    void SetUp() override {
+        srq_ = &srq;
+        RcEngineTest::SetUp();
+        auto c2s_main = std::make_shared<Channel>(), s2c_main = std::make_shared<Channel>();
+        auto c2s_join = std::make_shared<Channel>(), s2c_join = std::make_shared<Channel>();
+        streams_.push_back(std::make_unique<MemStream>(s2c_main, c2s_main));
+        streams_.push_back(std::make_unique<MemStream>(s2c_join, c2s_join));
+        streams_.push_back(std::make_unique<MemStream>(c2s_main, s2c_main));
+        streams_.push_back(std::make_unique<MemStream>(c2s_join, s2c_join));
+        make(client2, true, streams_[4].get(), streams_[5].get());
+        make(server2, false, streams_[6].get(), streams_[7].get());
+    }
+    void TearDown() override {
+        client2.qp->close();
+        if (!server2_closed) server2.qp->close();
+        RcEngineTest::TearDown();
+    }
+    // A send from side's client that its server reads and stalls on (RNR), waiting on the SRQ.
+    void send_and_wait(Side &client, Side &server, uint64_t id) {
+        prov::SendWr w = wr(prov::WrOp::kSend, id, 0, 8, 0);
+        w.local = client.mem.data();
+        w.local_region = &client.local;
+        ASSERT_EQ(client.qp->post_send(std::move(w)), 0);
+        QpTestAccess::serve(*server.qp);
+        ASSERT_TRUE(QpTestAccess::stalled(*server.qp));
+    }
+    bool received(Side &server, uint64_t id) {
+        ibv_wc wc;
+        int got = 0;
+        return server.cq->get_wc(1, &wc, &got) == 0 && got == 1 && wc.wr_id == id &&
+               wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV;
+    }
+
+    RecvQueue srq{8};
+    Side client2, server2;
+    bool server2_closed = false;
+};
+
+// Each post wakes one of the waiting connections, in the order they began to wait.
+TEST_F(RcEngineSrqTest, EachPostResumesOneWaitingConnection) {
+    send_and_wait(client2, server2, 31);
+    send_and_wait(client_, server_, 11);
+    ASSERT_EQ(srq.post(recv_wr(server_, 41, 4096, 64)), 0);
+    engine_.run_sync([] {});  // the woken responder's pass (recv_posted)
+    EXPECT_TRUE(received(server2, 41));
+    EXPECT_TRUE(QpTestAccess::stalled(*server_.qp));  // not woken: it waits for the next
+    ASSERT_EQ(srq.post(recv_wr(server_, 42, 4160, 64)), 0);
+    engine_.run_sync([] {});
+    EXPECT_TRUE(received(server_, 42));
+}
+
+// A connection that closes while it waits leaves the SRQ's waiters: the next post wakes the one
+// still waiting (woken in its place, the closed one would take nothing, and the other would wait
+// beside a posted receive).
+TEST_F(RcEngineSrqTest, AClosedConnectionIsWokenNoMore) {
+    send_and_wait(client2, server2, 31);
+    send_and_wait(client_, server_, 11);
+    server2.qp->close();
+    server2_closed = true;
+    ASSERT_EQ(srq.post(recv_wr(server_, 41, 4096, 64)), 0);
+    engine_.run_sync([] {});
+    EXPECT_TRUE(received(server_, 41));
+}
+
+// So does one that disconnects while it waits: its waiting request is dropped, it reads on to the
+// peer's Disconnect, both sides get CLOSED, and the peer's send is flushed (found hanging: the
+// request waited for a receive that the application, disconnecting, never posted).
+TEST_F(RcEngineSrqTest, AConnectionThatDisconnectsWhileItWaitsClosesAndIsWokenNoMore) {
+    send_and_wait(client2, server2, 31);
+    send_and_wait(client_, server_, 11);
+    ASSERT_EQ(server2.qp->disconnect(), 0);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!QpTestAccess::in_error(*server2.qp) && std::chrono::steady_clock::now() < give_up) {
+        QpTestAccess::step(*server2.qp);
+        QpTestAccess::step(*client2.qp);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(QpTestAccess::in_error(*server2.qp));
+    EXPECT_EQ(server2.events.try_pop(), std::optional(RPMA_CONN_CLOSED));
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(client2, &wc));
+    EXPECT_EQ(wc.wr_id, 31u);
+    EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+    ASSERT_EQ(srq.post(recv_wr(server_, 41, 4096, 64)), 0);
+    engine_.run_sync([] {});
+    EXPECT_TRUE(received(server_, 41));
 }
 
 TEST_F(RcEngineTest, SendWithImmediateCarriesIt) {

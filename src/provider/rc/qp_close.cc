@@ -134,6 +134,11 @@ void QueuePair::send_disconnect() {
         s->tx.push(TxItem{h, nullptr, 0, nullptr});
         s->flush_tx();
     }
+    // A request waiting for a receive waits no more: dropped, it lets the responder read on to
+    // the peer's Disconnect (the peer flushes it, as after an RNR wait that a disconnect ends).
+    responder_.drop_requests();
+    if (cfg_.srq) cfg_.srq->leave(recv_wait_);
+    resume_responder();
 }
 
 int QueuePair::disconnect() {

@@ -75,6 +75,10 @@ class Responder {
     bool error() const noexcept { return error_; }
     // A read answer became a NAK: the error state, as after any NAK (any thread; once).
     bool absorb_queued_nak();
+    // Our Disconnect is queued, the last frame we send: a request after it could never be
+    // acknowledged, so none is executed (rdma_disconnect leaves the QP in the error state), and
+    // a stalled one is dropped when resumed (any thread).
+    void drop_requests() noexcept { error_ = true; }
 
     // The answer stream's lock held from here on.
     // An executed request asked for an ACK that has not gone out.

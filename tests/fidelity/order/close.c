@@ -16,6 +16,10 @@
  *                       now" and disconnects when the send completes, the client when the receive
  *                       does. Odd rounds: the message names a CLOCK_REALTIME instant 5 ms ahead
  *                       and both spin until it.
+ *   rnr_disc_server     the client sends with no receive posted (the server's responder waits
+ *                       for one), and the server disconnects without posting one: both sides
+ *                       must get CLOSED (the client disconnects but deletes only at the end),
+ *                       and the client's send must end in an error completion
  *
  * The side that ends connections abruptly stays alive until the other side has judged the last
  * round: one more connection, closed the ordinary way, follows the rounds.
@@ -35,7 +39,8 @@
 
 /* RNR_DELETE: the client sends with no receive posted (the server's responder waits for one),
  * then disconnects and deletes */
-enum scenario { DISC_DELETE, DELETE_ONLY, SIMULTANEOUS, RNR_DELETE };
+/* RNR_DISC: the client sends with no receive posted, and the server disconnects (no delete) */
+enum scenario { DISC_DELETE, DELETE_ONLY, SIMULTANEOUS, RNR_DELETE, RNR_DISC };
 
 struct plan {
     enum scenario what;
@@ -191,6 +196,18 @@ static void server(const struct it_args *a, const struct plan *p) {
                     p->name, r, m.at_instant ? "at an instant" : "on completion",
                     rpma_utils_conn_event_2str(ev), (int)ev);
             CHECK_OK(rpma_conn_delete(&conn));
+        } else if (p->what == RNR_DISC) {
+            /* the client's send waits here for a receive that never comes (or comes after the
+             * disconnect: dropped either way) */
+            usleep(10000);
+            CHECK_OK(rpma_conn_disconnect(conn));
+            enum rpma_conn_event ev = next_event(conn, p, r, "server");
+            if (ev != RPMA_CONN_CLOSED)
+                IT_FAIL(
+                    "%s round %d: the server got %s (%d), expected RPMA_CONN_CLOSED after it "
+                    "disconnected while the client's send waited for a receive",
+                    p->name, r, rpma_utils_conn_event_2str(ev), (int)ev);
+            CHECK_OK(rpma_conn_delete(&conn));
         } else if (p->server_ends) {
             end_abruptly(&conn, p, r);
         } else {
@@ -220,6 +237,8 @@ static void client(const struct it_args *a, const struct plan *p) {
     struct rpma_mr_local *rmr = NULL;
     CHECK_OK(rpma_mr_reg(peer, rbuf, MSG, RPMA_MR_USAGE_RECV | RPMA_MR_USAGE_SEND, &rmr));
     long long t0 = it_now_ms();
+    struct rpma_conn **kept = calloc((size_t)p->rounds, sizeof(*kept));
+    CHECK(kept != NULL);
 
     for (int r = 0; r < p->rounds; r++) {
         struct rpma_conn *conn = it_connect(peer, a->addr, a->port, NULL, NULL, 0);
@@ -241,6 +260,29 @@ static void client(const struct it_args *a, const struct plan *p) {
                     p->name, r, m.at_instant ? "at an instant" : "on completion",
                     rpma_utils_conn_event_2str(ev), (int)ev);
             CHECK_OK(rpma_conn_delete(&conn));
+        } else if (p->what == RNR_DISC) {
+            struct rpma_cq *cq = NULL;
+            CHECK_OK(rpma_conn_get_cq(conn, &cq));
+            CHECK_OK(rpma_send(conn, rmr, 0, MSG, RPMA_F_COMPLETION_ALWAYS, (void *)WR_SEND));
+            enum rpma_conn_event ev = next_event(conn, p, r, "client");
+            if (ev != RPMA_CONN_CLOSED)
+                IT_FAIL(
+                    "%s round %d: the client got %s (%d), expected RPMA_CONN_CLOSED: the "
+                    "server disconnected while this send waited for a receive",
+                    p->name, r, rpma_utils_conn_event_2str(ev), (int)ev);
+            /* as an application answers CLOSED (on RDMA this sends the DREP the server waits
+             * for) */
+            CHECK_OK(rpma_conn_disconnect(conn));
+            struct ibv_wc wc;
+            it_cq_get(cq, &wc);
+            if (wc.status == IBV_WC_SUCCESS || wc.wr_id != WR_SEND)
+                IT_FAIL(
+                    "%s round %d: the send never received completed with status %d, "
+                    "wr_id %#llx; expected an error",
+                    p->name, r, (int)wc.status, (unsigned long long)wc.wr_id);
+            /* kept until the end: the server must get CLOSED while this side lives on (a
+             * delete would end the streams, and the server would see that instead) */
+            kept[r] = conn;
         } else if (!p->server_ends) {
             if (p->what == RNR_DELETE) {
                 /* the server posts no receive: its responder waits with this send */
@@ -261,6 +303,10 @@ static void client(const struct it_args *a, const struct plan *p) {
     }
     printf("client: %s: %d rounds in %lld ms, every live close seen as CLOSED\n", p->name,
            p->rounds, it_now_ms() - t0);
+    for (int r = 0; r < p->rounds; r++) {
+        if (kept[r]) CHECK_OK(rpma_conn_delete(&kept[r]));
+    }
+    free(kept);
 
     CHECK_OK(rpma_mr_dereg(&rmr));
     CHECK_OK(rpma_peer_delete(&peer));
@@ -287,6 +333,9 @@ int main(int argc, char *argv[]) {
         p.what = SIMULTANEOUS;
     } else if (strcmp(p.name, "rnr_delete_client") == 0) {
         p.what = RNR_DELETE;
+    } else if (strcmp(p.name, "rnr_disc_server") == 0) {
+        p.what = RNR_DISC;
+        p.server_ends = true;
     } else {
         IT_FAIL("unknown scenario %s", p.name);
     }
