@@ -20,6 +20,9 @@
  *                       for one), and the server disconnects without posting one: both sides
  *                       must get CLOSED (the client disconnects but deletes only at the end),
  *                       and the client's send must end in an error completion
+ *   rnr_disc_client     the mirror: the client sends with no receive posted and then
+ *                       disconnects (deleting only at the end); the server must get CLOSED
+ *                       while its responder waits, and the send must end in an error completion
  *
  * The side that ends connections abruptly stays alive until the other side has judged the last
  * round: one more connection, closed the ordinary way, follows the rounds.
@@ -39,7 +42,7 @@
 
 /* RNR_DELETE: the client sends with no receive posted (the server's responder waits for one),
  * then disconnects and deletes */
-/* RNR_DISC: the client sends with no receive posted, and the server disconnects (no delete) */
+/* RNR_DISC: the client sends with no receive posted, and one side disconnects (no delete) */
 enum scenario { DISC_DELETE, DELETE_ONLY, SIMULTANEOUS, RNR_DELETE, RNR_DISC };
 
 struct plan {
@@ -158,7 +161,10 @@ static void expect_closed(struct rpma_conn **conn, const struct plan *p, int rou
                            : (p->what == RNR_DELETE
                                   ? "the peer disconnected and deleted while its send waited "
                                     "for a receive"
-                                  : "the peer called rpma_conn_delete and lives")));
+                                  : (p->what == RNR_DISC
+                                         ? "the peer disconnected while its send waited for a "
+                                           "receive, and lives"
+                                         : "the peer called rpma_conn_delete and lives"))));
     CHECK_OK(rpma_conn_disconnect(*conn));
     CHECK_OK(rpma_conn_delete(conn));
     CHECK(*conn == NULL);
@@ -196,7 +202,7 @@ static void server(const struct it_args *a, const struct plan *p) {
                     p->name, r, m.at_instant ? "at an instant" : "on completion",
                     rpma_utils_conn_event_2str(ev), (int)ev);
             CHECK_OK(rpma_conn_delete(&conn));
-        } else if (p->what == RNR_DISC) {
+        } else if (p->what == RNR_DISC && p->server_ends) {
             /* the client's send waits here for a receive that never comes (or comes after the
              * disconnect: dropped either way) */
             usleep(10000);
@@ -264,15 +270,20 @@ static void client(const struct it_args *a, const struct plan *p) {
             struct rpma_cq *cq = NULL;
             CHECK_OK(rpma_conn_get_cq(conn, &cq));
             CHECK_OK(rpma_send(conn, rmr, 0, MSG, RPMA_F_COMPLETION_ALWAYS, (void *)WR_SEND));
+            if (!p->server_ends) {
+                usleep(10000); /* the server's responder waits with the send */
+                CHECK_OK(rpma_conn_disconnect(conn));
+            }
             enum rpma_conn_event ev = next_event(conn, p, r, "client");
             if (ev != RPMA_CONN_CLOSED)
                 IT_FAIL(
-                    "%s round %d: the client got %s (%d), expected RPMA_CONN_CLOSED: the "
-                    "server disconnected while this send waited for a receive",
-                    p->name, r, rpma_utils_conn_event_2str(ev), (int)ev);
+                    "%s round %d: the client got %s (%d), expected RPMA_CONN_CLOSED: %s "
+                    "disconnected while this send waited for a receive",
+                    p->name, r, rpma_utils_conn_event_2str(ev), (int)ev,
+                    p->server_ends ? "the server" : "this side");
             /* as an application answers CLOSED (on RDMA this sends the DREP the server waits
              * for) */
-            CHECK_OK(rpma_conn_disconnect(conn));
+            if (p->server_ends) CHECK_OK(rpma_conn_disconnect(conn));
             struct ibv_wc wc;
             it_cq_get(cq, &wc);
             if (wc.status == IBV_WC_SUCCESS || wc.wr_id != WR_SEND)
@@ -336,6 +347,8 @@ int main(int argc, char *argv[]) {
     } else if (strcmp(p.name, "rnr_disc_server") == 0) {
         p.what = RNR_DISC;
         p.server_ends = true;
+    } else if (strcmp(p.name, "rnr_disc_client") == 0) {
+        p.what = RNR_DISC;
     } else {
         IT_FAIL("unknown scenario %s", p.name);
     }
