@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 
 void mt_set_nonblock(int fd) {
@@ -18,4 +19,28 @@ long mt_arg(const struct it_args *a, int k, long def) {
     long v = strtol(a->argv[k], &end, 10);
     if (!end || *end || v <= 0) IT_FAIL("bad argument %d: %s", k, a->argv[k]);
     return v;
+}
+
+struct rpma_conn_req *mt_next_req(struct rpma_ep *ep, int ep_fd, struct rpma_conn_cfg *cfg,
+                                  atomic_long *accepted, long total, pthread_mutex_t *api_lock) {
+    long long deadline = it_now_ms() + 30000;
+    for (;;) {
+        if (atomic_load(accepted) >= total) return NULL;
+        if (it_now_ms() > deadline) IT_FAIL("server: no connection request within 30 s");
+        struct pollfd p = {.fd = ep_fd, .events = POLLIN};
+        if (poll(&p, 1, 20) <= 0) continue;
+        pthread_mutex_lock(api_lock);
+        struct rpma_conn_req *req = NULL;
+        int ret = rpma_ep_next_conn_req(ep, cfg, &req);
+        /* another thread took it; the reference says RPMA_E_PROVIDER there (rdma_get_cm_event
+         * fails with EAGAIN), not the documented RPMA_E_NO_EVENT */
+        if (ret == RPMA_E_NO_EVENT || (it_reference() && ret == RPMA_E_PROVIDER)) {
+            pthread_mutex_unlock(api_lock);
+            continue;
+        }
+        if (ret) IT_FAIL("rpma_ep_next_conn_req returned %d (%s)", ret, rpma_err_2str(ret));
+        atomic_fetch_add(accepted, 1);
+        pthread_mutex_unlock(api_lock);
+        return req;
+    }
 }

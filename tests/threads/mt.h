@@ -37,6 +37,15 @@ static inline void mt_join(pthread_t *th, int n) {
 /* makes fd non-blocking, so that several threads may poll it and none blocks in the library */
 void mt_set_nonblock(int fd);
 
+/*
+ * Several server threads taking connection requests from one endpoint (its fd non-blocking):
+ * the next request, with cfg, or NULL once *accepted reached total. Counts it in *accepted.
+ * Takes api_lock around the endpoint's calls, which are not thread-safe. Fails after 30 s
+ * without one.
+ */
+struct rpma_conn_req *mt_next_req(struct rpma_ep *ep, int ep_fd, struct rpma_conn_cfg *cfg,
+                                  atomic_long *accepted, long total, pthread_mutex_t *api_lock);
+
 /* an optional numeric argument k of the scenario, or def */
 long mt_arg(const struct it_args *a, int k, long def);
 

@@ -12,7 +12,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <poll.h>
 #include <string.h>
 
 #include "mt.h"
@@ -44,32 +43,15 @@ static char s_pdata[IT_MR_DESC_SIZE];
 static atomic_long s_accepted, s_checked;
 static atomic_uchar *s_seen;
 
-/* the next request, or NULL once every expected one was taken */
+/* the next request, or NULL once every expected one was taken; h: its private data */
 static struct rpma_conn_req *s_next_req(long total, struct hello *h) {
-    long long deadline = it_now_ms() + 30000;
-    for (;;) {
-        if (atomic_load(&s_accepted) >= total) return NULL;
-        if (it_now_ms() > deadline) IT_FAIL("server: no connection request within 30 s");
-        struct pollfd p = {.fd = s_ep_fd, .events = POLLIN};
-        if (poll(&p, 1, 20) <= 0) continue;
-        pthread_mutex_lock(&g_api_lock);
-        struct rpma_conn_req *req = NULL;
-        int ret = rpma_ep_next_conn_req(s_ep, NULL, &req);
-        /* another thread took it; the reference says RPMA_E_PROVIDER there (rdma_get_cm_event
-         * fails with EAGAIN), not the documented RPMA_E_NO_EVENT */
-        if (ret == RPMA_E_NO_EVENT || (it_reference() && ret == RPMA_E_PROVIDER)) {
-            pthread_mutex_unlock(&g_api_lock);
-            continue;
-        }
-        if (ret) IT_FAIL("rpma_ep_next_conn_req returned %d (%s)", ret, rpma_err_2str(ret));
-        atomic_fetch_add(&s_accepted, 1);
-        struct rpma_conn_private_data pd = {0};
-        CHECK_OK(rpma_conn_req_get_private_data(req, &pd));
-        CHECK_EQ(pd.len, IT_PDATA_CONNECT);
-        memcpy(h, pd.ptr, sizeof(*h));
-        pthread_mutex_unlock(&g_api_lock);
-        return req;
-    }
+    struct rpma_conn_req *req = mt_next_req(s_ep, s_ep_fd, NULL, &s_accepted, total, &g_api_lock);
+    if (!req) return NULL;
+    struct rpma_conn_private_data pd = {0};
+    CHECK_OK(rpma_conn_req_get_private_data(req, &pd));
+    CHECK_EQ(pd.len, IT_PDATA_CONNECT);
+    memcpy(h, pd.ptr, sizeof(*h));
+    return req;
 }
 
 static void *s_thread(void *arg) {
