@@ -4,10 +4,11 @@
  *
  * usage: recv_dereg PORT
  *
- * Two rounds, each on its own connection: the server posts a receive (round 0 with
- * rpma_conn_req_recv before accepting, round 1 with rpma_recv on the established connection),
- * deregisters that buffer's region, fills the buffer with a marker and only then lets the client
- * send 64 bytes. As on a NIC, where the receive WQE's lkey is no longer valid:
+ * Three rounds, each on its own connection: the server posts a receive (round 0 with
+ * rpma_conn_req_recv before accepting, round 1 with rpma_recv on the established connection,
+ * round 2 with rpma_srq_recv on the SRQ the connection receives through), deregisters that buffer's
+ * region, fills the buffer with a marker and only then lets the client send 64 bytes. As on a NIC,
+ * where the receive WQE's lkey is no longer valid:
  *   - the receive completes IBV_WC_LOC_PROT_ERR (rxe: IBV_WC_LOC_QP_OP_ERR, its answer to a
  *     failed lkey lookup) and the buffer keeps the marker;
  *   - the send completes IBV_WC_REM_OP_ERR (the responder's NAK for a local error), never
@@ -34,22 +35,34 @@ static void server(int ctl, void *arg) {
     struct rpma_ep *ep = NULL;
     CHECK_OK(rpma_ep_listen(peer, MT_ADDR, g_port, &ep));
     struct rpma_conn_cfg *cfg = mt_cfg(8);
+    struct rpma_srq_cfg *srq_cfg = NULL;
+    CHECK_OK(rpma_srq_cfg_new(&srq_cfg));
+    CHECK_OK(rpma_srq_cfg_set_rq_size(srq_cfg, 4));
+    CHECK_OK(rpma_srq_cfg_set_rcq_size(srq_cfg, 4));
+    struct rpma_srq *srq = NULL;
+    CHECK_OK(rpma_srq_new(peer, srq_cfg, &srq));
+    struct rpma_conn_cfg *with_srq = mt_cfg(8);
+    CHECK_OK(rpma_conn_cfg_set_srq(with_srq, srq));
     mt_say(ctl, "READY");
     char msg[MT_MSG];
-    for (int round = 0; round < 2; round++) {
+    for (int round = 0; round < 3; round++) {
         memset(rb, 0, RLEN);
         struct rpma_mr_local *mr = NULL;
         CHECK_OK(rpma_mr_reg(peer, rb, RLEN, RPMA_MR_USAGE_RECV, &mr));
-        struct rpma_conn_req *req = it_next_req(ep, cfg);
+        struct rpma_conn_req *req = it_next_req(ep, round == 2 ? with_srq : cfg);
         if (round == 0) CHECK_OK(rpma_conn_req_recv(req, mr, 0, RLEN, (void *)WR_RECV));
         struct rpma_conn *conn = it_accept(&req, NULL, 0);
         if (round == 1) CHECK_OK(rpma_recv(conn, mr, 0, RLEN, (void *)WR_RECV));
+        if (round == 2) CHECK_OK(rpma_srq_recv(srq, mr, 0, RLEN, (void *)WR_RECV));
         CHECK_OK(rpma_mr_dereg(&mr));
         memset(rb, MARK, RLEN);
         mt_say(ctl, "GO");
 
         struct rpma_cq *cq = NULL;
-        CHECK_OK(rpma_conn_get_cq(conn, &cq));
+        if (round == 2)
+            CHECK_OK(rpma_srq_get_rcq(srq, &cq));
+        else
+            CHECK_OK(rpma_conn_get_cq(conn, &cq));
         struct ibv_wc wc;
         int st = -1;
         if (it_cq_next(cq, &wc, 10000)) {
@@ -66,6 +79,9 @@ static void server(int ctl, void *arg) {
         mt_say(ctl, "REPORT %d %d", st, intact_now && mt_all_bytes(rb, RLEN, MARK));
     }
     CHECK_OK(rpma_conn_cfg_delete(&cfg));
+    CHECK_OK(rpma_conn_cfg_delete(&with_srq));
+    CHECK_OK(rpma_srq_delete(&srq));
+    CHECK_OK(rpma_srq_cfg_delete(&srq_cfg));
     CHECK_OK(rpma_ep_shutdown(&ep));
     CHECK_OK(rpma_peer_delete(&peer));
     free(rb);
@@ -86,8 +102,8 @@ int main(int argc, char *argv[]) {
     CHECK_OK(rpma_mr_reg(peer, sb, MSG, RPMA_MR_USAGE_SEND, &mr));
     struct rpma_conn_cfg *cfg = mt_cfg(8);
     int failures = 0;
-    static const char *const how[2] = {"rpma_conn_req_recv", "rpma_recv"};
-    for (int round = 0; round < 2; round++) {
+    static const char *const how[3] = {"rpma_conn_req_recv", "rpma_recv", "rpma_srq_recv"};
+    for (int round = 0; round < 3; round++) {
         struct rpma_conn *conn = it_connect(peer, MT_ADDR, g_port, cfg, NULL, 0);
         struct rpma_cq *cq = NULL;
         CHECK_OK(rpma_conn_get_cq(conn, &cq));
