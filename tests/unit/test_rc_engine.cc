@@ -466,6 +466,33 @@ TEST_F(RcEngineTest, SendWaitsForAReceiveThenDelivers) {
     EXPECT_EQ(wc.opcode, IBV_WC_SEND);
 }
 
+// A receive posted while a send waits for one is served on the posting thread: the payload is
+// placed and the receive completed before post_recv returns, with no hop through the engine
+// (held busy here, so it could not have done it).
+TEST_F(RcEngineTest, APostedReceiveServesTheWaitingSendOnThePostersThread) {
+    std::memset(client_.mem.data(), 'p', 8);
+    ASSERT_EQ(client_.qp->post_send(wr(prov::WrOp::kSend, 11, 0, 8, 0)), 0);
+    QpTestAccess::serve(*server_.qp);
+    ASSERT_TRUE(QpTestAccess::stalled(*server_.qp));  // RNR
+    std::promise<void> entered, release;
+    std::shared_future<void> gate = release.get_future().share();
+    engine_.post([&entered, gate] {
+        entered.set_value();
+        gate.wait();
+    });
+    entered.get_future().wait();
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 4096, 64)), 0);
+    EXPECT_FALSE(QpTestAccess::stalled(*server_.qp));
+    EXPECT_FALSE(server_.cq->empty());  // no progress hook runs for empty()
+    EXPECT_EQ(std::count(server_.mem.begin() + 4096, server_.mem.begin() + 4104, 'p'), 8);
+    release.set_value();
+    engine_.run_sync([] {});
+    ibv_wc wc;
+    ASSERT_TRUE(next_wc(server_, &wc));
+    EXPECT_EQ(wc.wr_id, 21u);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
 // A stalled responder reads nothing more (its request waits staged), and with an edge-triggered
 // registration no event comes again for what arrived meanwhile: the resume's pass reads it.
 TEST_F(RcEngineTest, AResumeReadsWhatCameDuringTheStall) {

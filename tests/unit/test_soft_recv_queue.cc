@@ -29,7 +29,7 @@ PostedRecv Recv(uint64_t wr_id) {
 
 class CountingWaiter : public RecvWaiter {
   public:
-    void recv_posted() override { calls++; }
+    void recv_posted(bool) override { calls++; }
     int calls = 0;
 };
 
@@ -173,7 +173,7 @@ TEST(SoftRecvQueue, TakersThatRetryAndLeaveLoseNoWake) {
     RecvQueue q(kTotal);
     struct Taker : RecvWaiter {
         std::atomic<int> wakes{0};
-        void recv_posted() override { wakes.fetch_add(1); }
+        void recv_posted(bool) override { wakes.fetch_add(1); }
     };
     std::atomic<int> taken{0};
     std::vector<std::thread> threads;

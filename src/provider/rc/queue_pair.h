@@ -161,7 +161,13 @@ class QueuePair : public prov::QueuePair,
     // this object, so the queue's reference to it keeps the whole alive.
     struct RecvWait final : RecvWaiter {
         explicit RecvWait(QueuePair &qp) noexcept : qp(qp) {}
-        void recv_posted() override { qp.resume_responder(); }
+        // On the poster's thread where it may: the request it waited with is served before
+        // rpma_recv returns, with no hop through the engine thread.
+        void recv_posted(bool here) override {
+            if (!here) return qp.resume_responder();
+            qp.progress_.request_resume();
+            qp.progress_.run_responder(ByteStream::Reader::kWaiter);
+        }
         QueuePair &qp;
     } recv_wait_{*this};
     Connection conn_;  // CM state, deadlines, the peer's QP number, events; rank kCmRank

@@ -21,7 +21,7 @@ int RecvQueue::post(prov::RecvWr r) {
         held_.store(q_.size(), std::memory_order_relaxed);
         wake = next_waiter();
     }
-    if (wake) wake->recv_posted();
+    if (wake) wake->recv_posted(true);
     return 0;
 }
 
@@ -49,7 +49,7 @@ void RecvQueue::leave(RecvWaiter &w) {
         if (w.listed) unlist(w);
         if (!q_.empty()) wake = next_waiter();
     }
-    if (wake) wake->recv_posted();
+    if (wake) wake->recv_posted(false);
 }
 
 std::shared_ptr<RecvWaiter> RecvQueue::next_waiter() {

@@ -23,8 +23,9 @@ class RecvWaiter {
   public:
     virtual ~RecvWaiter() = default;
     // A receive was posted and this waiter is the one woken for it: it must ask again
-    // (take_or_wait), or leave the queue.
-    virtual void recv_posted() = 0;
+    // (take_or_wait), or leave the queue. here: the caller is the poster, holding nothing, and
+    // the waiter may ask on its thread; otherwise it must not.
+    virtual void recv_posted(bool here) = 0;
 
     std::weak_ptr<RecvWaiter> ref;  // set by the owner before it first asks: whom to wake later
     bool listed = false;            // the queue's, under its lock
