@@ -30,6 +30,9 @@ Srq::~Srq() {
 }
 
 int Srq::recv(MrLocal *dst, size_t offset, size_t len, uint64_t wr_id) {
+    // Refused in a forked child, as rpma_recv is: the post serves a waiting connection on this
+    // thread, and the connection is the parent's.
+    if (int ret = peer_->domain().check_process("the shared receive queue")) return ret;
     prov::RecvWr r;
     int ret = make_recv(peer_, dst, offset, len, wr_id, &r);
     return ret ? ret : rq_->post(std::move(r));

@@ -21,8 +21,8 @@
  * Two cases, named by the last argument:
  * - server_child: the server takes the client's first request and forks; the child tries
  *   rpma_conn_req_connect, rpma_conn_req_delete, rpma_ep_next_conn_req, rpma_ep_shutdown,
- *   rpma_ep_listen and rpma_peer_delete on what it inherited. Then the parent accepts the
- *   request and the client does a write + read round trip.
+ *   rpma_ep_listen, rpma_srq_recv and rpma_peer_delete on what it inherited. Then the parent
+ * accepts the request and the client does a write + read round trip.
  * - client_child: the client connects and forks; the child tries rpma_conn_delete (within 1 s),
  *   rpma_conn_disconnect, rpma_conn_req_new, rpma_peer_delete, rpma_write and rpma_recv on the
  *   parent's connection (a frame from the child would corrupt the parent's stream), registers
@@ -94,6 +94,8 @@ static void server(const struct it_args *a) {
     CHECK_OK(rpma_mr_reg(peer, buf, REGION, RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_SRC, &mr));
     char desc[IT_MR_DESC_SIZE];
     CHECK_OK(rpma_mr_get_descriptor(mr, desc));
+    struct rpma_srq *srq = NULL;
+    CHECK_OK(rpma_srq_new(peer, NULL, &srq));
     struct rpma_ep *ep = NULL;
     CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
     it_ready();
@@ -116,6 +118,8 @@ static void server(const struct it_args *a) {
             CHECK_REFUSED(rpma_ep_listen(peer, a->addr, "0", &ep2));
         }
         if (it_reference()) exit(0);
+        /* a post would serve a parent's connection waiting on the SRQ, on this thread */
+        CHECK_REFUSED(rpma_srq_recv(srq, mr, 0, 8, NULL));
         struct rpma_conn_req *r = req;
         struct rpma_conn *c = NULL;
         CHECK_REFUSED(rpma_conn_req_connect(&r, NULL, &c));
@@ -146,6 +150,7 @@ static void server(const struct it_args *a) {
     }
     it_disconnect_passive(&conn, false);
     CHECK_OK(rpma_ep_shutdown(&ep));
+    CHECK_OK(rpma_srq_delete(&srq));
     CHECK_OK(rpma_mr_dereg(&mr));
     CHECK_OK(rpma_peer_delete(&peer));
     free(buf);
