@@ -13,6 +13,17 @@ void mt_set_nonblock(int fd) {
     if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) IT_FAIL("fcntl: %s", strerror(errno));
 }
 
+void mt_run(int n, void *(*fn)(void *)) {
+    pthread_t *th = calloc((size_t)n, sizeof(*th));
+    int *ids = calloc((size_t)n, sizeof(*ids));
+    if (!th || !ids) IT_FAIL("out of memory");
+    for (int k = 0; k < n; k++) ids[k] = k;
+    mt_start(th, n, fn, ids, sizeof(int));
+    mt_join(th, n);
+    free(th);
+    free(ids);
+}
+
 long mt_arg(const struct it_args *a, int k, long def) {
     if (k >= a->argc) return def;
     char *end = NULL;

@@ -34,6 +34,9 @@ static inline void mt_join(pthread_t *th, int n) {
         if (pthread_join(th[k], NULL) != 0) IT_FAIL("pthread_join failed");
 }
 
+/* runs n threads of fn, thread k given a pointer to the int k, and waits for them all */
+void mt_run(int n, void *(*fn)(void *));
+
 /* makes fd non-blocking, so that several threads may poll it and none blocks in the library */
 void mt_set_nonblock(int fd);
 

@@ -97,10 +97,7 @@ static void server(const struct it_args *a) {
     mt_set_nonblock(s_ep_fd);
     it_ready();
 
-    pthread_t th[SERVER_THREADS];
-    int ids[SERVER_THREADS] = {0};
-    mt_start(th, SERVER_THREADS, s_thread, ids, sizeof(int));
-    mt_join(th, SERVER_THREADS);
+    mt_run(SERVER_THREADS, s_thread);
     CHECK_EQ(atomic_load(&s_checked), CLIENT_THREADS * g_iters);
     for (long k = 0; k < CLIENT_THREADS * g_iters; k++)
         CHECK_EQ(it_verify(s_buf + (size_t)k * SLOT, SLOT,
@@ -166,12 +163,8 @@ static void client(const struct it_args *a) {
     c_dst = it_alloc(CLIENT_THREADS * SLOT);
     CHECK_OK(rpma_mr_reg(c_peer, c_src, CLIENT_THREADS * SLOT, RPMA_MR_USAGE_WRITE_SRC, &c_src_mr));
     CHECK_OK(rpma_mr_reg(c_peer, c_dst, CLIENT_THREADS * SLOT, RPMA_MR_USAGE_READ_DST, &c_dst_mr));
-    pthread_t th[CLIENT_THREADS];
-    int ids[CLIENT_THREADS];
-    for (int k = 0; k < CLIENT_THREADS; k++) ids[k] = k;
     long long t0 = it_now_ms();
-    mt_start(th, CLIENT_THREADS, c_thread, ids, sizeof(int));
-    mt_join(th, CLIENT_THREADS);
+    mt_run(CLIENT_THREADS, c_thread);
     printf("client: %d threads x %ld connect/write/read/verify/disconnect cycles, %lld ms\n",
            CLIENT_THREADS, g_iters, it_now_ms() - t0);
     CHECK_OK(rpma_mr_dereg(&c_src_mr));

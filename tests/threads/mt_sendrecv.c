@@ -159,11 +159,7 @@ static void server(const struct it_args *a) {
     CHECK_OK(rpma_cq_get_fd(s_cq, &s_cq_fd));
     mt_set_nonblock(s_cq_fd);
 
-    pthread_t th[SERVER_THREADS];
-    int ids[SERVER_THREADS];
-    for (int k = 0; k < SERVER_THREADS; k++) ids[k] = k;
-    mt_start(th, SERVER_THREADS, s_thread, ids, sizeof(int));
-    mt_join(th, SERVER_THREADS);
+    mt_run(SERVER_THREADS, s_thread);
     for (int t = 0; t < CLIENT_THREADS; t++) CHECK_EQ(atomic_load(&s_last_seq[t]), iters);
     CHECK_EQ(atomic_load(&s_echoed), s_total);
     printf("server: %ld messages echoed; completions taken per thread:", s_total);
@@ -300,12 +296,8 @@ static void client(const struct it_args *a) {
     mt_set_nonblock(c_rcq_fd);
     for (int t = 0; t < CLIENT_THREADS; t++) atomic_store(&c_slot_free[t], true);
 
-    pthread_t th[CLIENT_THREADS];
-    int ids[CLIENT_THREADS];
-    for (int k = 0; k < CLIENT_THREADS; k++) ids[k] = k;
     long long t0 = it_now_ms();
-    mt_start(th, CLIENT_THREADS, c_thread, ids, sizeof(int));
-    mt_join(th, CLIENT_THREADS);
+    mt_run(CLIENT_THREADS, c_thread);
     /* every receive was posted for a message and every message was echoed: none is left */
     for (int t = 0; t < CLIENT_THREADS; t++) CHECK(atomic_load(&c_slot_free[t]));
     it_cq_expect_empty(c_cq);

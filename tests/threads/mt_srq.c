@@ -147,11 +147,9 @@ static void server(const struct it_args *a) {
     mt_set_nonblock(s_ep_fd);
     it_ready();
 
-    pthread_t th[SERVER_THREADS], rt;
-    int ids[SERVER_THREADS] = {0};
+    pthread_t rt;
     if (pthread_create(&rt, NULL, s_recv_thread, peer) != 0) IT_FAIL("pthread_create failed");
-    mt_start(th, SERVER_THREADS, s_conn_thread, ids, sizeof(int));
-    mt_join(th, SERVER_THREADS);
+    mt_run(SERVER_THREADS, s_conn_thread);
     mt_join(&rt, 1);
     long maybe = 0;
     for (int t = 0; t < CLIENT_THREADS; t++)
@@ -239,12 +237,8 @@ static void client(const struct it_args *a) {
     size_t size = (size_t)CLIENT_THREADS * (SURE + 1) * MSG;
     c_buf = it_alloc(size);
     CHECK_OK(rpma_mr_reg(c_peer, c_buf, size, RPMA_MR_USAGE_SEND, &c_mr));
-    pthread_t th[CLIENT_THREADS];
-    int ids[CLIENT_THREADS];
-    for (int k = 0; k < CLIENT_THREADS; k++) ids[k] = k;
     long long t0 = it_now_ms();
-    mt_start(th, CLIENT_THREADS, c_thread, ids, sizeof(int));
-    mt_join(th, CLIENT_THREADS);
+    mt_run(CLIENT_THREADS, c_thread);
     printf(
         "client: %d threads x %ld connections, each %d sends through the server's SRQ, %lld ms\n",
         CLIENT_THREADS, g_iters, SURE, it_now_ms() - t0);
