@@ -147,24 +147,30 @@ static bool send_done_or_closed(struct rpma_conn *conn, struct rpma_cq *cq, cons
             IT_WAIT_MS);
 }
 
+/* the next event must be CLOSED; why: what happened, for the failure's message */
+static void await_closed(struct rpma_conn *conn, const struct plan *p, int round, const char *who,
+                         const char *why) {
+    enum rpma_conn_event ev = next_event(conn, p, round, who);
+    if (ev != RPMA_CONN_CLOSED)
+        IT_FAIL("%s round %d: the %s got %s (%d), expected RPMA_CONN_CLOSED: %s", p->name, round,
+                who, rpma_utils_conn_event_2str(ev), (int)ev, why);
+}
+
 /* the live peer's view: the next event must be CLOSED; then it disconnects and deletes */
 static void expect_closed(struct rpma_conn **conn, const struct plan *p, int round,
                           const char *who) {
-    enum rpma_conn_event ev = next_event(*conn, p, round, who);
-    if (ev != RPMA_CONN_CLOSED)
-        IT_FAIL("%s round %d: the %s got %s (%d), expected RPMA_CONN_CLOSED: %s", p->name, round,
-                who, rpma_utils_conn_event_2str(ev), (int)ev,
-                p->what == SIMULTANEOUS
-                    ? "both sides disconnected at the same moment"
-                    : (p->what == DISC_DELETE
-                           ? "the peer called rpma_conn_disconnect and rpma_conn_delete and lives"
-                           : (p->what == RNR_DELETE
-                                  ? "the peer disconnected and deleted while its send waited "
-                                    "for a receive"
-                                  : (p->what == RNR_DISC
-                                         ? "the peer disconnected while its send waited for a "
-                                           "receive, and lives"
-                                         : "the peer called rpma_conn_delete and lives"))));
+    await_closed(*conn, p, round, who,
+                 p->what == SIMULTANEOUS
+                     ? "both sides disconnected at the same moment"
+                     : (p->what == DISC_DELETE
+                            ? "the peer called rpma_conn_disconnect and rpma_conn_delete and lives"
+                            : (p->what == RNR_DELETE
+                                   ? "the peer disconnected and deleted while its send waited "
+                                     "for a receive"
+                                   : (p->what == RNR_DISC
+                                          ? "the peer disconnected while its send waited for a "
+                                            "receive, and lives"
+                                          : "the peer called rpma_conn_delete and lives"))));
     CHECK_OK(rpma_conn_disconnect(*conn));
     CHECK_OK(rpma_conn_delete(conn));
     CHECK(*conn == NULL);
@@ -207,12 +213,8 @@ static void server(const struct it_args *a, const struct plan *p) {
              * disconnect: dropped either way) */
             usleep(10000);
             CHECK_OK(rpma_conn_disconnect(conn));
-            enum rpma_conn_event ev = next_event(conn, p, r, "server");
-            if (ev != RPMA_CONN_CLOSED)
-                IT_FAIL(
-                    "%s round %d: the server got %s (%d), expected RPMA_CONN_CLOSED after it "
-                    "disconnected while the client's send waited for a receive",
-                    p->name, r, rpma_utils_conn_event_2str(ev), (int)ev);
+            await_closed(conn, p, r, "server",
+                         "it disconnected while the client's send waited for a receive");
             CHECK_OK(rpma_conn_delete(&conn));
         } else if (p->server_ends) {
             end_abruptly(&conn, p, r);
@@ -274,13 +276,10 @@ static void client(const struct it_args *a, const struct plan *p) {
                 usleep(10000); /* the server's responder waits with the send */
                 CHECK_OK(rpma_conn_disconnect(conn));
             }
-            enum rpma_conn_event ev = next_event(conn, p, r, "client");
-            if (ev != RPMA_CONN_CLOSED)
-                IT_FAIL(
-                    "%s round %d: the client got %s (%d), expected RPMA_CONN_CLOSED: %s "
-                    "disconnected while this send waited for a receive",
-                    p->name, r, rpma_utils_conn_event_2str(ev), (int)ev,
-                    p->server_ends ? "the server" : "this side");
+            await_closed(conn, p, r, "client",
+                         p->server_ends
+                             ? "the server disconnected while this send waited for a receive"
+                             : "this side disconnected while its send waited for a receive");
             /* as an application answers CLOSED (on RDMA this sends the DREP the server waits
              * for) */
             if (p->server_ends) CHECK_OK(rpma_conn_disconnect(conn));
