@@ -33,11 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_common.h"
-
-#define ADDR "127.0.0.1"
-#define EVENT_MS 15000
-#define PORT_TRIES 32
+#include "bench_rpma.h"
 
 struct opts {
     int n;
@@ -45,46 +41,6 @@ struct opts {
     int port;
     const char *provider;
 };
-
-static const char *role = "client";
-
-static void fail(const char *call, int ret) {
-    fprintf(stderr, "idle_conns [%s]: %s: %s (%d)%s\n", role, call, rpma_err_2str(ret), ret,
-            ret == RPMA_E_PROVIDER ? "; RPMA_PROVIDER names a provider this librpma lacks?" : "");
-    exit(1);
-}
-
-#define TRY(call)                    \
-    do {                             \
-        int ret_ = (call);           \
-        if (ret_) fail(#call, ret_); \
-    } while (0)
-
-static enum rpma_conn_event next_event(struct rpma_conn *conn) {
-    int fd = -1;
-    TRY(rpma_conn_get_event_fd(conn, &fd));
-    uint64_t deadline = bench_now_ns() + (uint64_t)EVENT_MS * 1000000ULL;
-    while (bench_now_ns() < deadline) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 100) <= 0) continue;
-        enum rpma_conn_event ev = RPMA_CONN_UNDEFINED;
-        int ret = rpma_conn_next_event(conn, &ev);
-        if (ret == RPMA_E_NO_EVENT) continue;
-        if (ret) fail("rpma_conn_next_event", ret);
-        return ev;
-    }
-    fprintf(stderr, "idle_conns [%s]: no connection event in %d ms\n", role, EVENT_MS);
-    exit(1);
-}
-
-static void expect(struct rpma_conn *conn, enum rpma_conn_event want, int i) {
-    enum rpma_conn_event ev = next_event(conn);
-    if (ev != want) {
-        fprintf(stderr, "idle_conns [%s]: connection %d: %s, expected %s\n", role, i,
-                rpma_utils_conn_event_2str(ev), rpma_utils_conn_event_2str(want));
-        exit(1);
-    }
-}
 
 static void write_int(int fd, int v) {
     if (write(fd, &v, sizeof(v)) != (ssize_t)sizeof(v)) exit(1);
@@ -101,33 +57,26 @@ static int read_int(int fd, int timeout_ms) {
 
 /* ---- the server: accepts N, reports, waits for the word to close them ---- */
 static void server(const struct opts *o, int up, int down) {
-    role = "server";
+    bench_role = "server";
     struct ibv_context *dev = NULL;
     struct rpma_peer *peer = NULL;
     struct rpma_ep *ep = NULL;
-    TRY(rpma_utils_get_ibv_context(ADDR, RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev));
+    TRY(rpma_utils_get_ibv_context(BENCH_ADDR, RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev));
     TRY(rpma_peer_new(dev, &peer));
-    int port = o->port, ret = 0;
-    for (int i = 0; i < PORT_TRIES; i++, port++) {
-        char ps[16];
-        snprintf(ps, sizeof(ps), "%d", port);
-        if ((ret = rpma_ep_listen(peer, ADDR, ps, &ep)) == 0) break;
-    }
-    if (ret) fail("rpma_ep_listen", ret);
-    write_int(up, port);
+    write_int(up, bench_listen(peer, o->port, &ep));
     struct rpma_conn **conns = calloc((size_t)o->n, sizeof(*conns));
     if (!conns) exit(1);
     for (int i = 0; i < o->n; i++) {
         struct rpma_conn_req *req = NULL;
         TRY(rpma_ep_next_conn_req(ep, NULL, &req));
         TRY(rpma_conn_req_connect(&req, NULL, &conns[i]));
-        expect(conns[i], RPMA_CONN_ESTABLISHED, i);
+        bench_expect_event(conns[i], RPMA_CONN_ESTABLISHED, i);
     }
     write_int(up, o->n);
     /* the client closes its side first; each of ours then sees CLOSED */
     if (read_int(down, -1) != 1) exit(1);
     for (int i = 0; i < o->n; i++) {
-        expect(conns[i], RPMA_CONN_CLOSED, i);
+        bench_expect_event(conns[i], RPMA_CONN_CLOSED, i);
         TRY(rpma_conn_disconnect(conns[i]));
         TRY(rpma_conn_delete(&conns[i]));
     }
@@ -270,6 +219,7 @@ static void json_side(const char *name, struct mem m0, struct mem m1, struct cpu
 }
 
 int main(int argc, char *argv[]) {
+    bench_prog = "idle_conns";
     struct opts o = {.n = 1000, .idle_s = 5, .settle_s = 1, .port = 47900};
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && !strcmp(argv[i], "--connections"))
@@ -315,7 +265,7 @@ int main(int argc, char *argv[]) {
     pid_t parent = getpid(), pid = bench_fork_server(up, down);
     if (pid < 0) return 1;
     if (pid == 0) server(&o, up[1], down[0]);
-    int port = read_int(up[0], EVENT_MS);
+    int port = read_int(up[0], BENCH_EVENT_MS);
     int st = 0;
     if (port <= 0) {
         fprintf(stderr, "idle_conns: the server did not start\n");
@@ -326,7 +276,7 @@ int main(int argc, char *argv[]) {
     snprintf(ps, sizeof(ps), "%d", port);
     struct ibv_context *dev = NULL;
     struct rpma_peer *peer = NULL;
-    TRY(rpma_utils_get_ibv_context(ADDR, RPMA_UTIL_IBV_CONTEXT_REMOTE, &dev));
+    TRY(rpma_utils_get_ibv_context(BENCH_ADDR, RPMA_UTIL_IBV_CONTEXT_REMOTE, &dev));
     TRY(rpma_peer_new(dev, &peer));
 
     /* both set up, no connection yet: the baseline */
@@ -339,11 +289,11 @@ int main(int argc, char *argv[]) {
     uint64_t t0 = bench_now_ns();
     for (int i = 0; i < o.n; i++) {
         struct rpma_conn_req *req = NULL;
-        TRY(rpma_conn_req_new(peer, ADDR, ps, NULL, &req));
+        TRY(rpma_conn_req_new(peer, BENCH_ADDR, ps, NULL, &req));
         TRY(rpma_conn_req_connect(&req, NULL, &conns[i]));
-        expect(conns[i], RPMA_CONN_ESTABLISHED, i);
+        bench_expect_event(conns[i], RPMA_CONN_ESTABLISHED, i);
     }
-    if (read_int(up[0], EVENT_MS) != o.n) {
+    if (read_int(up[0], BENCH_EVENT_MS) != o.n) {
         fprintf(stderr, "idle_conns: the server did not report %d connections\n", o.n);
         return 1;
     }
@@ -362,11 +312,11 @@ int main(int argc, char *argv[]) {
     t0 = bench_now_ns();
     for (int i = 0; i < o.n; i++) {
         TRY(rpma_conn_disconnect(conns[i]));
-        expect(conns[i], RPMA_CONN_CLOSED, i);
+        bench_expect_event(conns[i], RPMA_CONN_CLOSED, i);
         TRY(rpma_conn_delete(&conns[i]));
     }
     write_int(down[1], 1);
-    int done = read_int(up[0], EVENT_MS * 4);
+    int done = read_int(up[0], BENCH_EVENT_MS * 4);
     double teardown_s = (double)(bench_now_ns() - t0) / 1e9;
     TRY(rpma_peer_delete(&peer));
     free(conns);

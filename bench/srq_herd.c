@@ -26,47 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_common.h"
+#include "bench_rpma.h"
 
-#define ADDR "127.0.0.1"
-#define EVENT_MS 15000
-#define PORT_TRIES 32
 #define MSG 8
-
-static const char *role = "client";
-
-static void fail(const char *call, int ret) {
-    fprintf(stderr, "srq_herd [%s]: %s: %s (%d)\n", role, call, rpma_err_2str(ret), ret);
-    exit(1);
-}
-
-#define TRY(call)                    \
-    do {                             \
-        int ret_ = (call);           \
-        if (ret_) fail(#call, ret_); \
-    } while (0)
-
-static void expect(struct rpma_conn *conn, enum rpma_conn_event want) {
-    int fd = -1;
-    TRY(rpma_conn_get_event_fd(conn, &fd));
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    for (;;) {
-        if (poll(&p, 1, EVENT_MS) <= 0) {
-            fprintf(stderr, "srq_herd [%s]: no connection event in %d ms\n", role, EVENT_MS);
-            exit(1);
-        }
-        enum rpma_conn_event ev = RPMA_CONN_UNDEFINED;
-        int ret = rpma_conn_next_event(conn, &ev);
-        if (ret == RPMA_E_NO_EVENT) continue;
-        if (ret) fail("rpma_conn_next_event", ret);
-        if (ev != want) {
-            fprintf(stderr, "srq_herd [%s]: %s, expected %s\n", role,
-                    rpma_utils_conn_event_2str(ev), rpma_utils_conn_event_2str(want));
-            exit(1);
-        }
-        return;
-    }
-}
 
 static void write_u64(int fd, uint64_t v) {
     if (write(fd, &v, sizeof(v)) != (ssize_t)sizeof(v)) exit(1);
@@ -76,7 +38,7 @@ static uint64_t read_u64(int fd) {
     struct pollfd p = {.fd = fd, .events = POLLIN};
     uint64_t v = 0;
     if (poll(&p, 1, 600000) <= 0 || read(fd, &v, sizeof(v)) != (ssize_t)sizeof(v)) {
-        fprintf(stderr, "srq_herd [%s]: the other side went away\n", role);
+        fprintf(stderr, "srq_herd [%s]: the other side went away\n", bench_role);
         exit(1);
     }
     return v;
@@ -101,16 +63,16 @@ static void take_wc(struct rpma_cq *cq) {
             }
             return;
         }
-        if (ret != RPMA_E_NO_COMPLETION) fail("rpma_cq_get_wc", ret);
+        if (ret != RPMA_E_NO_COMPLETION) bench_fail("rpma_cq_get_wc", ret);
         TRY(rpma_cq_wait(cq));
     }
 }
 
 static void server(int n, int port, int batch, double gap_s, double settle, int up, int down) {
-    role = "server";
+    bench_role = "server";
     struct ibv_context *dev = NULL;
     struct rpma_peer *peer = NULL;
-    TRY(rpma_utils_get_ibv_context(ADDR, RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev));
+    TRY(rpma_utils_get_ibv_context(BENCH_ADDR, RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev));
     TRY(rpma_peer_new(dev, &peer));
     struct rpma_srq_cfg *scfg = NULL;
     TRY(rpma_srq_cfg_new(&scfg));
@@ -129,21 +91,14 @@ static void server(int n, int port, int batch, double gap_s, double settle, int 
     TRY(rpma_mr_reg(peer, buf, (size_t)n * MSG, RPMA_MR_USAGE_RECV, &mr));
 
     struct rpma_ep *ep = NULL;
-    int ret = 0;
-    for (int i = 0; i < PORT_TRIES; i++, port++) {
-        char ps[16];
-        snprintf(ps, sizeof(ps), "%d", port);
-        if ((ret = rpma_ep_listen(peer, ADDR, ps, &ep)) == 0) break;
-    }
-    if (ret) fail("rpma_ep_listen", ret);
-    write_u64(up, (uint64_t)port);
+    write_u64(up, (uint64_t)bench_listen(peer, port, &ep));
     struct rpma_conn **conns = calloc((size_t)n, sizeof(*conns));
     if (!conns) exit(1);
     for (int i = 0; i < n; i++) {
         struct rpma_conn_req *req = NULL;
         TRY(rpma_ep_next_conn_req(ep, cfg, &req));
         TRY(rpma_conn_req_connect(&req, NULL, &conns[i]));
-        expect(conns[i], RPMA_CONN_ESTABLISHED);
+        bench_expect_event(conns[i], RPMA_CONN_ESTABLISHED, i);
     }
     write_u64(up, (uint64_t)n);
     read_u64(down);        /* every message is sent */
@@ -163,7 +118,7 @@ static void server(int n, int port, int batch, double gap_s, double settle, int 
 
     read_u64(down); /* the client has disconnected */
     for (int i = 0; i < n; i++) {
-        expect(conns[i], RPMA_CONN_CLOSED);
+        bench_expect_event(conns[i], RPMA_CONN_CLOSED, i);
         TRY(rpma_conn_disconnect(conns[i]));
         TRY(rpma_conn_delete(&conns[i]));
     }
@@ -180,6 +135,7 @@ static void server(int n, int port, int batch, double gap_s, double settle, int 
 }
 
 int main(int argc, char *argv[]) {
+    bench_prog = "srq_herd";
     int n = 1000, port = 47950, batch = 0;
     double settle = 1.0, gap_us = 0;
     for (int i = 1; i < argc; i++) {
@@ -223,7 +179,7 @@ int main(int argc, char *argv[]) {
 
     struct ibv_context *dev = NULL;
     struct rpma_peer *peer = NULL;
-    TRY(rpma_utils_get_ibv_context(ADDR, RPMA_UTIL_IBV_CONTEXT_REMOTE, &dev));
+    TRY(rpma_utils_get_ibv_context(BENCH_ADDR, RPMA_UTIL_IBV_CONTEXT_REMOTE, &dev));
     TRY(rpma_peer_new(dev, &peer));
     static char msg[MSG] = "herd";
     struct rpma_mr_local *mr = NULL;
@@ -237,9 +193,9 @@ int main(int argc, char *argv[]) {
     if (!conns) return 1;
     for (int i = 0; i < n; i++) {
         struct rpma_conn_req *req = NULL;
-        TRY(rpma_conn_req_new(peer, ADDR, ps, cfg, &req));
+        TRY(rpma_conn_req_new(peer, BENCH_ADDR, ps, cfg, &req));
         TRY(rpma_conn_req_connect(&req, NULL, &conns[i]));
-        expect(conns[i], RPMA_CONN_ESTABLISHED);
+        bench_expect_event(conns[i], RPMA_CONN_ESTABLISHED, i);
     }
     if (read_u64(up[0]) != (uint64_t)n) return 1;
     for (int i = 0; i < n; i++)
@@ -260,11 +216,11 @@ int main(int argc, char *argv[]) {
                 }
                 break;
             }
-            if (ret != RPMA_E_NO_COMPLETION) fail("rpma_cq_get_wc", ret);
+            if (ret != RPMA_E_NO_COMPLETION) bench_fail("rpma_cq_get_wc", ret);
             TRY(rpma_cq_wait(cq));
         }
         TRY(rpma_conn_disconnect(conns[i]));
-        expect(conns[i], RPMA_CONN_CLOSED);
+        bench_expect_event(conns[i], RPMA_CONN_CLOSED, i);
         TRY(rpma_conn_delete(&conns[i]));
     }
     write_u64(down[1], 1);
