@@ -14,17 +14,12 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/process.h"
 
 namespace rpma {
 
 namespace {
 constexpr uint64_t kWakeKey = 0;
-
-// This process's id. getpid() is a system call and foreign() is asked on every post, so the id
-// is cached and refreshed in a child by the fork handler.
-std::atomic<pid_t> g_pid{::getpid()};
-[[maybe_unused]] const int g_atfork =
-    ::pthread_atfork(nullptr, nullptr, [] { g_pid.store(::getpid(), std::memory_order_relaxed); });
 
 // How long an engine polls after doorbell work before it sleeps again (keep_spinning).
 // RPMA_SPIN_US overrides it (0: never spin); docs/shm-provider.md.
@@ -73,7 +68,7 @@ Engine::~Engine() {
 }
 
 bool Engine::foreign() const noexcept {
-    return g_pid.load(std::memory_order_relaxed) != owner_;
+    return this_process() != owner_;
 }
 
 int Engine::check_process(const char *what) const noexcept {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/process.h"
 #include "provider/verbs/completion_channel.h"
 #include "provider/verbs/completion_queue.h"
 #include "provider/verbs/listener.h"
@@ -88,7 +89,7 @@ Domain::~Domain() {
 }
 
 int Domain::check_process(const char *what) const noexcept {
-    if (::getpid() == pid_) return 0;
+    if (this_process() == pid_) return 0;
     RPMA_LOG_ERROR("%s belongs to the parent process: verbs objects do not cross fork()", what);
     return RPMA_E_PROVIDER;
 }
