@@ -581,8 +581,13 @@ The usual sequence: the side that ends the connection calls **rpma_conn_disconne
 for **RPMA_CONN_CLOSED**, and calls [[rpma_conn_delete]]; the other side gets
 **RPMA_CONN_CLOSED**, then does the same.
 
-On a connection that is not established (still connecting, or already closed or lost), or that
-was disconnected before, it does nothing and returns 0.""",
+On a connection still being set up (no **RPMA_CONN_ESTABLISHED** queued yet) it ends the
+set-up: the connection gets **RPMA_CONN_LOST**, as the RDMA connection manager reports a server's
+answer that finds the queue pair in the error state **rdma_disconnect**(3) left, and never
+**RPMA_CONN_ESTABLISHED**. A server that accepted it meanwhile sees its connection end
+(**RPMA_CONN_CLOSED**, at the latest when this side deletes the connection).
+On a connection already closed or lost, or disconnected before, it does nothing and returns
+0.""",
      errors=[inval_null("conn"),
              ("RPMA_E_PROVIDER", "The caller is " + FORK + "."),
              NOMEM, UNKNOWN],
@@ -652,7 +657,10 @@ of this call.
 
 For a request from [[rpma_ep_next_conn_req]] (a server), it accepts the request; {pdata} may
 hold at most 196 bytes. The connection's **RPMA_CONN_ESTABLISHED** event is queued before the
-call returns.
+call returns. A request whose client has given up on it since it was taken (deleted its
+connection, or ended) is not accepted: the call fails with **RPMA_E_PROVIDER**, as
+**rdma_accept**(3) does. A client that gives up later leaves a connection that gets
+**RPMA_CONN_CLOSED**.
 
 {pdata} may be NULL, for no private data; otherwise its {ptr} must not be NULL nor its {len} 0.
 The bytes are copied. The remote side gets them as RDMA delivers private data: padded with zeros
@@ -666,8 +674,8 @@ NULL.""",
      errors=[("RPMA_E_INVAL", "{req_ptr}, {*req_ptr} or {conn_ptr} is NULL; {pdata} is given "
               "with a NULL {ptr} or a {len} of 0; or {pdata} is longer than 56 bytes (connect) or "
               "196 bytes (accept)."),
-             ("RPMA_E_PROVIDER", "A socket cannot be made or handed to the progress thread; or "
-              "the caller is " + FORK + "."),
+             ("RPMA_E_PROVIDER", "A socket cannot be made or handed to the progress thread; the "
+              "client of an incoming request has given up on it; or the caller is " + FORK + "."),
              NOMEM, UNKNOWN],
      see=["rpma_conn_req_new", "rpma_ep_next_conn_req", "rpma_conn_next_event",
           "rpma_conn_get_private_data", "rpma_conn_delete"],
@@ -747,17 +755,23 @@ stores it in {*req_ptr}. With none waiting it blocks, unless the endpoint's desc
 and the client sees its connection closed.
 
 The client's private data can be read with [[rpma_conn_req_get_private_data]]. Accept the
-request with [[rpma_conn_req_connect]] or reject it with [[rpma_conn_req_delete]].""",
+request with [[rpma_conn_req_connect]] or reject it with [[rpma_conn_req_delete]].
+
+A request whose client has given up on it already (deleted its connection, or ended) is dropped,
+not handed out; if no other request is waiting, the call returns **RPMA_E_NO_EVENT**, even on a
+blocking descriptor, so that a program woken by the descriptor never blocks here.""",
      ret=ret_out("*req_ptr"),
      errors=[("RPMA_E_INVAL", "{ep} or {req_ptr} is NULL, or " + CFG_CLASH + "."),
-             ("RPMA_E_NO_EVENT", "The descriptor is non-blocking and no request is waiting."),
+             ("RPMA_E_NO_EVENT", "The descriptor is non-blocking and no request is waiting, or "
+              "the only request waiting came from a client that has given up on it."),
              ("RPMA_E_PROVIDER", "An event descriptor cannot be made, or the caller is "
               + FORK + "."),
              NOMEM, UNKNOWN],
      notes="""Upstream librpma returns **RPMA_E_PROVIDER**, not **RPMA_E_NO_EVENT**, on a
 non-blocking descriptor with no request waiting (**rdma_get_cm_event**(3) fails with
 **EAGAIN**), and so does its [[rpma_conn_next_event]]. A program meant for both takes one request
-per readiness of the descriptor, which [[epoll(7)]] reports level-triggered.""",
+per readiness of the descriptor, which [[epoll(7)]] reports level-triggered. For a request whose
+client has given up, upstream librpma also fails, with **RPMA_E_PROVIDER**.""",
      see=["rpma_ep_listen", "rpma_ep_get_fd", "rpma_conn_req_connect", "rpma_conn_req_delete",
           "rpma_conn_req_get_private_data", "rpma_conn_req_recv"])
 

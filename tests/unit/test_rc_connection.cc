@@ -17,6 +17,7 @@ using rpma::rc::Connection;
 using Cm = Connection::Cm;
 using Due = Connection::Due;
 using Posts = Connection::Posts;
+using Disconnect = Connection::Disconnect;
 
 class RcConnectionTest : public ::testing::Test {
   protected:
@@ -104,16 +105,34 @@ TEST_F(RcConnectionTest, CloseIsGracefulOnlyWhenEstablished) {
     EXPECT_TRUE(live.begin_close(t0_));
     EXPECT_EQ(live.state(), Cm::kClosing);
     EXPECT_EQ(live.posts(), Posts::kFlushed);
-    EXPECT_FALSE(live.request_disconnect());  // the close sends ours
+    EXPECT_EQ(live.request_disconnect(), Disconnect::kNothing);  // the close sends ours
 }
 
 TEST_F(RcConnectionTest, OurDisconnectIsAskedForOnceAndFlushesLaterPosts) {
-    EXPECT_FALSE(conn_.request_disconnect());  // not established
+    EXPECT_EQ(conn_.request_disconnect(), Disconnect::kNothing);  // not connected
     conn_.accept();
-    EXPECT_TRUE(conn_.request_disconnect());
-    EXPECT_FALSE(conn_.request_disconnect());
+    EXPECT_EQ(conn_.request_disconnect(), Disconnect::kSend);
+    EXPECT_EQ(conn_.request_disconnect(), Disconnect::kNothing);
     EXPECT_TRUE(conn_.established());
     EXPECT_EQ(conn_.posts(), Posts::kFlushed);
+}
+
+// rdma_disconnect during set-up puts the QP in error: the reply can no longer establish it
+TEST_F(RcConnectionTest, ADisconnectDuringSetUpEndsItAndTheReplyEstablishesNothing) {
+    for (bool replied : {false, true}) {
+        FdQueue<rpma_conn_event> events;
+        Connection c(&events, 2);
+        c.begin_connect(t0_ + std::chrono::seconds(5));
+        if (replied) {
+            ASSERT_TRUE(c.await_reply(t0_ + std::chrono::seconds(5)));
+        }
+        EXPECT_EQ(c.request_disconnect(), Disconnect::kEndSetup);
+        EXPECT_EQ(c.request_disconnect(), Disconnect::kNothing);
+        EXPECT_FALSE(c.take_reply());
+        EXPECT_FALSE(c.established());
+        EXPECT_TRUE(c.mark_failed());  // the queue pair's fail_connect reports it once
+        EXPECT_EQ(c.posts(), Posts::kFlushed);
+    }
 }
 
 TEST_F(RcConnectionTest, OurDisconnectFramesAreQueuedOnce) {
@@ -139,7 +158,7 @@ TEST_F(RcConnectionTest, ThePeersDisconnectIsAnsweredOnceAndEndsWithBothStreams)
 
 TEST_F(RcConnectionTest, APeerDisconnectAfterOursIsNotAnswered) {
     conn_.accept();
-    ASSERT_TRUE(conn_.request_disconnect());
+    ASSERT_EQ(conn_.request_disconnect(), Disconnect::kSend);
     int answers = 0;
     EXPECT_TRUE(conn_.peer_disconnect([&] { ++answers; }, [] { return true; }));
     EXPECT_EQ(answers, 0);

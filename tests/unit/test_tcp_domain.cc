@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <librpma.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -25,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/socket_pair.h"
 #include "common/fd_queue.h"
 #include "provider/provider.h"
 #include "provider/rc/progress.h"
@@ -34,6 +36,7 @@
 #include "provider/tcp/domain.h"
 #include "provider/tcp/listener.h"
 #include "provider/tcp/upgrade.h"
+#include "provider/tcp/wire.h"
 #include "provider_env.h"
 #include "socket_spy.h"
 #include "thread_state.h"
@@ -228,6 +231,95 @@ TEST_F(TcpDomainTest, RequestRejectedWhenDroppedUnaccepted) {
     std::unique_ptr<prov::IncomingRequest> req;
     ASSERT_NO_FATAL_FAILURE(Request("25710", c, &req));
     EXPECT_EQ(l_->next(), nullptr);  // one request only
+    req.reset();
+    EXPECT_EQ(NextEvent(c), RPMA_CONN_REJECTED);
+    c.qp->close();
+}
+
+// The end of a socket's stream has reached it (bounded wait).
+bool Ended(int fd) {
+    pollfd p{fd, POLLRDHUP, 0};
+    return ::poll(&p, 1, kWaitMs) == 1 && (p.revents & POLLRDHUP);
+}
+
+TEST(TcpIncomingConn, TheClientIsGoneOnceEitherStreamEnds) {
+    for (bool main : {true, false}) {
+        tcp::IncomingConn in;
+        Fd client_main, client_join;
+        ASSERT_TRUE(test::socket_pair(&in.main, &client_main));
+        ASSERT_TRUE(test::socket_pair(&in.join, &client_join));
+        ASSERT_EQ(::send(client_main.get(), "x", 1, MSG_NOSIGNAL), 1);  // bytes alone: still there
+        EXPECT_FALSE(in.client_gone());
+        (main ? client_main : client_join).reset();
+        ASSERT_TRUE(Ended((main ? in.main : in.join).get()));
+        EXPECT_TRUE(in.client_gone()) << (main ? "main" : "join");
+    }
+}
+
+// As rdma_accept fails once the client's CM has given up, and the request is gone with it.
+TEST_F(TcpDomainTest, AcceptingARequestWhoseClientHasGoneFails) {
+    Side c, s;
+    std::unique_ptr<prov::IncomingRequest> req;
+    ASSERT_NO_FATAL_FAILURE(Request("25713", c, &req));
+    c.qp->close();
+    c.qp.reset();
+    ASSERT_TRUE(Ended(static_cast<tcp::Incoming *>(req.get())->conn.main.get()));
+    ASSERT_NO_FATAL_FAILURE(MakeSide(s));
+    ASSERT_EQ(dom_->create_qp(s.attr(), *req, &s.qp), 0);
+    EXPECT_EQ(s.qp->accept(std::move(req), "x", 1), RPMA_E_PROVIDER);
+    EXPECT_FALSE(Readable(s.events.fd(), 0)) << "an event for a connection never made";
+    s.qp->close();
+}
+
+// A raw client's stream to port: its Hello (main or join, one token) sent.
+Fd RawStream(uint16_t port, bool main) {
+    Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (!s.valid() || ::connect(s.get(), reinterpret_cast<sockaddr *>(&a), sizeof(a)) != 0)
+        return Fd();
+    tcp::Hello h{};
+    h.magic = tcp::kMagic;
+    h.version = tcp::kProtocolVersion;
+    h.role = static_cast<uint8_t>(main ? tcp::StreamRole::kMain : tcp::StreamRole::kJoin);
+    h.token = 0x5e77;
+    h.qp_num = 7;
+    if (::send(s.get(), &h, sizeof(h), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(h)))
+        return Fd();
+    return s;
+}
+
+// Whether the server's kernel acknowledged our end of stream (its socket has seen it).
+bool EndAcknowledged(int fd) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kWaitMs);
+    while (std::chrono::steady_clock::now() < until) {
+        tcp_info ti{};
+        socklen_t len = sizeof(ti);
+        if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return false;
+        if (ti.tcpi_state == TCP_FIN_WAIT2) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+}
+
+// RDMA CM hands out no request whose client has gone: the call finds none, or the next one.
+TEST_F(TcpDomainTest, ARequestWhoseClientHasGoneIsNotHandedOut) {
+    ASSERT_EQ(dom_->listen("127.0.0.1", "25714", &l_), 0);
+    ASSERT_NO_FATAL_FAILURE(NonBlocking(l_->fd()));
+    Fd main = RawStream(25714, true), join = RawStream(25714, false);
+    ASSERT_TRUE(main.valid() && join.valid());
+    ASSERT_TRUE(Readable(l_->fd())) << "no request within " << kWaitMs << " ms";
+    ASSERT_EQ(::shutdown(main.get(), SHUT_WR), 0);
+    ASSERT_TRUE(EndAcknowledged(main.get()));
+    EXPECT_EQ(l_->next(), nullptr);
+    EXPECT_FALSE(Readable(l_->fd(), 0)) << "the dropped request is still counted";
+
+    // one behind it is handed out
+    Side c;
+    std::unique_ptr<prov::IncomingRequest> req;
+    ASSERT_NO_FATAL_FAILURE(RequestTo("25714", c, &req));
     req.reset();
     EXPECT_EQ(NextEvent(c), RPMA_CONN_REJECTED);
     c.qp->close();

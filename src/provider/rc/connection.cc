@@ -37,7 +37,7 @@ bool Connection::await_reply(Clock::time_point deadline) {
 
 bool Connection::take_reply() {
     std::lock_guard lk(mu_);
-    if (cm_ != Cm::kAwaitReply) return false;  // failed or closed meanwhile
+    if (cm_ != Cm::kAwaitReply || disc_sent_) return false;  // failed, closed or ended meanwhile
     cm_ = Cm::kEstablished;
     return true;
 }
@@ -76,11 +76,13 @@ bool Connection::mark_lost() {
     return true;
 }
 
-bool Connection::request_disconnect() {
+Connection::Disconnect Connection::request_disconnect() {
     std::lock_guard lk(mu_);
-    if (cm_ != Cm::kEstablished || disc_sent_) return false;
+    if (disc_sent_) return Disconnect::kNothing;
+    bool setup = cm_ == Cm::kConnecting || cm_ == Cm::kAwaitReply;
+    if (cm_ != Cm::kEstablished && !setup) return Disconnect::kNothing;
     disc_sent_ = true;
-    return true;
+    return setup ? Disconnect::kEndSetup : Disconnect::kSend;
 }
 
 bool Connection::set_answers_due(Clock::time_point due) {

@@ -56,9 +56,13 @@ class Connection {
     // order until deadline (true; kClosing), any other is done.
     bool begin_close(Clock::time_point deadline);
     bool closed() const noexcept { return closed_.load(); }
-    bool mark_failed();         // the set-up failed: true unless already done
-    bool mark_lost();           // true unless done or closing (an orderly close ends on its own)
-    bool request_disconnect();  // true: established and the first (our Disconnect goes out)
+    bool mark_failed();  // the set-up failed: true unless already done
+    bool mark_lost();    // true unless done or closing (an orderly close ends on its own)
+    // What rpma_conn_disconnect does: nothing (asked for already, or closed), send our
+    // Disconnect (established), or end the set-up (connecting: rdma_disconnect puts the QP in
+    // error, so the server's reply can no longer establish it).
+    enum class Disconnect { kNothing, kSend, kEndSetup };
+    Disconnect request_disconnect();
     // The peer's Disconnect came on a stream. The first one is answered with ours, as a DREP
     // would be (answer() runs under mu_, so no close or loss comes between); the call that
     // finds both_in() ends the connection and returns true.

@@ -93,6 +93,8 @@ void QueuePair::fail_connect(rpma_conn_event ev) {
     main_.leave_engine();
     join_.leave_engine();
     stream_removed();
+    // A server that accepted meanwhile learns at once (end of stream) that this side gave up.
+    for (Stream *s : {&main_, &join_}) s->io->shutdown(SHUT_RDWR);
     conn_.post(ev);
 }
 
@@ -142,11 +144,23 @@ void QueuePair::send_disconnect() {
 }
 
 int QueuePair::disconnect() {
-    if (!conn_.request_disconnect()) return 0;
-    engine_->post([w = weak_from_this()] {
-        auto self = w.lock();
-        if (self && !self->conn_.closed()) self->send_disconnect();
-    });
+    switch (conn_.request_disconnect()) {
+        case Connection::Disconnect::kNothing:
+            return 0;
+        case Connection::Disconnect::kSend:
+            engine_->post([w = weak_from_this()] {
+                auto self = w.lock();
+                if (self && !self->conn_.closed()) self->send_disconnect();
+            });
+            return 0;
+        case Connection::Disconnect::kEndSetup:
+            // LOST, as RDMA CM reports a reply that finds the QP in error; on the engine thread,
+            // where the handshake's steps run
+            engine_->post([w = weak_from_this()] {
+                if (auto self = w.lock()) self->fail_connect(RPMA_CONN_LOST);
+            });
+            return 0;
+    }
     return 0;
 }
 

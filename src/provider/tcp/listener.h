@@ -27,6 +27,10 @@ struct IncomingConn {
     uint32_t qp_num = 0;
     std::vector<uint8_t> pdata;
     std::shared_ptr<UpgradeLink> upgrade;  // the client's offer, taken: accept moves onto it
+
+    // The client ended a stream before the answer: it gave up on the request (deleted its
+    // connection, or its process ended). Known only once its end has reached this host.
+    bool client_gone() const;
 };
 
 // A request taken from the listener; rejected when destroyed unaccepted.

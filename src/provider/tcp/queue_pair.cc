@@ -112,6 +112,10 @@ int QueuePair::accept(std::unique_ptr<prov::IncomingRequest> req, const void *pd
                       uint8_t pdata_len) {
     // the domain's listener made every request it is handed back
     IncomingConn &in = static_cast<Incoming *>(req.get())->conn;
+    if (in.client_gone()) {
+        RPMA_LOG_ERROR("accepting a connection request whose client has gone");
+        return RPMA_E_PROVIDER;  // as rdma_accept fails once the client's CM has given up
+    }
     join_.answers_in = true;
     conn_.set_peer(in.qp_num, std::move(in.pdata));
     Fd tcp_main = std::move(in.main);  // for the Reply; the streams run on the link when set
