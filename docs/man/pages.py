@@ -232,8 +232,11 @@ supports this: its peer configuration, sent over and applied with
 
 Both requirements are checked when posting, from the flush usage the remote region's descriptor
 carries ([[rpma_mr_remote_get_flush_type]]); a flush that does not meet them is refused with
-**RPMA_E_NOSUPP**. The range is checked by the remote side when it executes the flush; a range
-outside the region completes with **IBV_WC_REM_ACCESS_ERR**.
+**RPMA_E_NOSUPP**. The remote side checks the flush when it executes it, as RDMA hardware checks
+the 8-byte read that carries a flush out: the 8 bytes at {dst_offset} must lie inside the remote
+region, whatever {len}, or the flush completes with **IBV_WC_REM_ACCESS_ERR**. So a flush at the
+region's last byte fails, and one that runs past the region's end from a valid offset does not;
+a **RPMA_FLUSH_TYPE_PERSISTENT** flush makes durable the part of the range inside the region.
 
 The completion has opcode **IBV_WC_RDMA_READ** and {byte_len} 8, whatever {len}, as on RDMA
 hardware, where librpma carries a flush out as an 8-byte read.

@@ -232,6 +232,38 @@ TEST_F(RcResponderTest, APersistentFlushSyncsTheRange) {
     EXPECT_FALSE(host_.last_modifies);  // a flush changes nothing a read answer holds
 }
 
+// As upstream librpma carries a flush out: an 8-byte read at its offset, whatever its length.
+TEST_F(RcResponderTest, AFlushIsCheckedAsAnEightByteReadAtItsOffset) {
+    request(Op::kFlush, 0, addr(kMem - 8), region_->rkey(), kAckRequested);
+    request(Op::kFlush, 2 * kMem, addr(0), region_->rkey(), kAckRequested);
+    request(Op::kFlush, 64, addr(kMem - 16), region_->rkey(), kAckRequested);
+    EXPECT_EQ(read(), Step::kBlock);
+    EXPECT_TRUE(host_.answers.empty());
+    EXPECT_EQ(responder_.executed(), 3u);
+    EXPECT_FALSE(responder_.error());
+}
+
+TEST_F(RcResponderTest, AFlushWhoseEightBytesLeaveTheRegionIsAnAccessError) {
+    request(Op::kFlush, 1, addr(kMem - 1), region_->rkey(), kAckRequested);
+    EXPECT_EQ(read(), Step::kBlock);
+    expect_nak(NakStatus::kAccess, 1);
+}
+
+TEST_F(RcResponderTest, AZeroLengthFlushAfterTheRegionIsAnAccessError) {
+    request(Op::kFlush, 0, addr(kMem), region_->rkey(), kAckRequested);
+    EXPECT_EQ(read(), Step::kBlock);
+    expect_nak(NakStatus::kAccess, 1);
+}
+
+TEST_F(RcResponderTest, APersistentFlushPastTheRegionSyncsTheRegionsPagesOnly) {
+    request(Op::kFlush, 4 * kMem, addr(4096), region_->rkey(), kFlushPersistent | kAckRequested);
+    EXPECT_EQ(read(), Step::kBlock);
+    PersistStats after = persist_stats();
+    EXPECT_EQ(after.last_begin, addr(4096));
+    EXPECT_EQ(after.last_end, addr(kMem));
+    EXPECT_EQ(responder_.executed(), 1u);
+}
+
 TEST_F(RcResponderTest, AFlushThatCannotPersistIsAnOperationError) {
     // a registered range no longer mapped: msync fails
     char *gone = static_cast<char *>(

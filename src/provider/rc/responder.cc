@@ -162,11 +162,16 @@ Responder::State Responder::execute(Ctx &c) {
     }
 }
 
+// A flush is checked as the 8-byte read that carries it out on RDMA (upstream librpma posts it at
+// the offset, whatever the length), so a program meets the same checks on every provider.
+constexpr uint64_t kFlushCheckLen = 8;
+
 bool Responder::access_ok(const FrameHeader &h, std::shared_ptr<Region> *region) const {
-    if (h.length == 0 && static_cast<Op>(h.op) != Op::kAtomicWrite) return true;  // touches nothing
+    const Op op = static_cast<Op>(h.op);
+    const uint64_t len = op == Op::kFlush ? kFlushCheckLen : h.length;
+    if (len == 0 && op != Op::kAtomicWrite) return true;  // touches nothing
     *region = mrs_->find(h.rkey);
-    return *region && ((*region)->usage() & required_usage(h)) &&
-           (*region)->contains(h.addr, h.length);
+    return *region && ((*region)->usage() & required_usage(h)) && (*region)->contains(h.addr, len);
 }
 
 // Writes and sends execute once their payload is placed (placed); acknowledged then.
@@ -232,7 +237,11 @@ Responder::State Responder::execute_flush(Ctx &c) {
     const FrameHeader &h = c.h;
     if ((h.flags & kFlushPersistent) && h.length) {
         RegionUse use(c.region.get());
-        if (!use.ok() || persist_range(reinterpret_cast<char *>(h.addr), h.length) != 0)
+        // the range asked for, as far as it lies in the region (access_ok checked its start)
+        const Region &r = *c.region;
+        uint64_t end = reinterpret_cast<uintptr_t>(r.addr()) + r.size();
+        uint64_t len = std::min<uint64_t>(h.length, end - h.addr);
+        if (!use.ok() || persist_range(reinterpret_cast<char *>(h.addr), len) != 0)
             return State::kErrOperation;
     }
     executed_ = c.seq;
