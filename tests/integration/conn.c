@@ -7,6 +7,8 @@
  *   server_disc  the same, but the server disconnects
  *   reject       the server rejects the first request (client sees REJECTED), accepts the second
  *   nolistener   client only, nobody listens: REJECTED or UNREACHABLE
+ *   cq_zero      client only: a request with a CQ of 0 entries fails (RPMA_E_PROVIDER), as
+ *                ibv_create_cq(3) refuses one; nothing needs to listen
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -80,6 +82,18 @@ static void client(const struct it_args *a, const char *mode) {
     it_fill(cpd, sizeof(cpd), SEED_CLIENT);
     struct rpma_conn_private_data pd = {.ptr = cpd, .len = sizeof(cpd)};
 
+    if (strcmp(mode, "cq_zero") == 0) {
+        struct rpma_conn_cfg *cfg = NULL;
+        CHECK_OK(rpma_conn_cfg_new(&cfg));
+        CHECK_OK(rpma_conn_cfg_set_cq_size(cfg, 0));
+        struct rpma_conn_req *req = NULL;
+        CHECK_ERR(rpma_conn_req_new(peer, a->addr, a->port, cfg, &req), RPMA_E_PROVIDER);
+        CHECK(req == NULL);
+        CHECK_OK(rpma_conn_cfg_delete(&cfg));
+        CHECK_OK(rpma_peer_delete(&peer));
+        return;
+    }
+
     if (strcmp(mode, "reject") == 0 || strcmp(mode, "nolistener") == 0) {
         struct rpma_conn_req *req = NULL;
         struct rpma_conn *conn = NULL;
@@ -120,7 +134,7 @@ int main(int argc, char *argv[]) {
     if (a.argc < 1) IT_FAIL("mode argument missing");
     const char *mode = a.argv[0];
     if (strcmp(mode, "client_disc") && strcmp(mode, "server_disc") && strcmp(mode, "reject") &&
-        strcmp(mode, "nolistener"))
+        strcmp(mode, "nolistener") && strcmp(mode, "cq_zero"))
         IT_FAIL("unknown mode %s", mode);
     if (a.server)
         server(&a, mode);

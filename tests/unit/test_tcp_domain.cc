@@ -200,6 +200,16 @@ TEST_F(TcpDomainTest, ChannelCqAndSrq) {
     EXPECT_EQ(srq->post(r), RPMA_E_PROVIDER);
 }
 
+TEST_F(TcpDomainTest, ACqOfNoEntriesIsRefusedAsIbvCreateCqRefusesIt) {
+    std::unique_ptr<prov::CompletionChannel> ch;
+    ASSERT_EQ(dom_->create_channel(&ch), 0);
+    std::unique_ptr<prov::CompletionQueue> cq;
+    EXPECT_EQ(dom_->create_cq(ch.get(), false, 0, &cq), RPMA_E_PROVIDER);
+    EXPECT_EQ(cq, nullptr);
+    EXPECT_EQ(dom_->create_cq(ch.get(), false, 1, &cq), 0);
+    EXPECT_NE(cq, nullptr);
+}
+
 TEST_F(TcpDomainTest, ListenAndBadAddresses) {
     std::shared_ptr<prov::Listener> l;
     ASSERT_EQ(dom_->listen("127.0.0.1", "25700", &l), 0);

@@ -77,9 +77,14 @@ int Domain::create_channel(std::unique_ptr<prov::CompletionChannel> *out) {
     return 0;
 }
 
-// The size does not matter here: the queue grows, and rpma_cq_get_wc drains it.
-int Domain::create_cq(prov::CompletionChannel *channel, bool shared, uint32_t,
+// Beyond 0 the size does not matter here: the queue grows, and rpma_cq_get_wc drains it. A CQ
+// of no entries is refused, as ibv_create_cq refuses it.
+int Domain::create_cq(prov::CompletionChannel *channel, bool shared, uint32_t size,
                       std::unique_ptr<prov::CompletionQueue> *out) {
+    if (size == 0) {
+        RPMA_LOG_ERROR("a CQ of 0 entries");
+        return RPMA_E_PROVIDER;
+    }
     *out = std::make_unique<Cq>(static_cast<ComplChannel *>(channel), shared);
     return 0;
 }
