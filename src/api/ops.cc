@@ -71,8 +71,9 @@ RPMA_EXPORT int rpma_atomic_write(struct rpma_conn *conn, struct rpma_mr_remote 
 RPMA_EXPORT int rpma_flush(struct rpma_conn *conn, struct rpma_mr_remote *dst, size_t dst_offset,
                            size_t len, enum rpma_flush_type type, int flags,
                            const void *op_context) {
+    const int t = api::enum_value(type);
     if (!conn || !dst || flags == 0 ||
-        (type != RPMA_FLUSH_TYPE_PERSISTENT && type != RPMA_FLUSH_TYPE_VISIBILITY))
+        (t != RPMA_FLUSH_TYPE_PERSISTENT && t != RPMA_FLUSH_TYPE_VISIBILITY))
         return RPMA_E_INVAL;
     return api::guarded([&] {
         return api::obj<Conn>(conn)->flush(api::obj<MrRemote>(dst), dst_offset, len, type, flags,

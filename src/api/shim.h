@@ -3,7 +3,9 @@
 
 #include <librpma.h>
 
+#include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "common/log.h"
 
@@ -23,6 +25,17 @@ inline const Core *obj(const Handle *h) noexcept {
 template <class Handle, class Core>
 inline Handle *handle(Core *c) noexcept {
     return reinterpret_cast<Handle *>(c);
+}
+
+// What a C caller passed for an enum parameter, read as the int it is in the C ABI: any int is a
+// valid C value, but outside the enumerators' range it is undefined as a C++ enum, so a check
+// that compares the enum itself is not allowed to see it.
+template <class E>
+inline int enum_value(const E &e) noexcept {
+    static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int));
+    int v;
+    std::memcpy(&v, &e, sizeof(v));
+    return v;
 }
 
 // Runs the body of an API call; no exception may cross the C boundary.

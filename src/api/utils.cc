@@ -6,8 +6,9 @@ using namespace rpma;
 
 RPMA_EXPORT int rpma_utils_get_ibv_context(const char *addr, enum rpma_util_ibv_context_type type,
                                            struct ibv_context **ibv_ctx_ptr) {
+    const int t = api::enum_value(type);
     if (!addr || !ibv_ctx_ptr ||
-        (type != RPMA_UTIL_IBV_CONTEXT_LOCAL && type != RPMA_UTIL_IBV_CONTEXT_REMOTE))
+        (t != RPMA_UTIL_IBV_CONTEXT_LOCAL && t != RPMA_UTIL_IBV_CONTEXT_REMOTE))
         return RPMA_E_INVAL;
     return api::guarded([&] { return prov::lookup_device(addr, type, ibv_ctx_ptr); });
 }
