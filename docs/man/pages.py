@@ -131,7 +131,8 @@ CFG_NAMES = {"conn": "connection", "srq": "shared receive queue", "peer": "peer"
 page("rpma_read", "read from a remote memory region into a local one",
      """**rpma_read**() posts a read of {len} bytes at offset {src_offset} of the remote region
 {src} into offset {dst_offset} of the local region {dst}, on the connection {conn}. The remote
-region must have been registered with **RPMA_MR_USAGE_READ_SRC** and the local one with
+region must have been registered with **RPMA_MR_USAGE_READ_SRC** or a flush usage (they give
+remote reads: [[rpma_mr_reg]]) and the local one with
 **RPMA_MR_USAGE_READ_DST** (or another usage that allows local writes, below). The data is in
 {dst} when the operation completes successfully; the completion has opcode **IBV_WC_RDMA_READ**
 and {byte_len} {len}.
@@ -183,7 +184,9 @@ remote application the data has arrived. """ + IMM_RECV + """ The write's own co
 opcode **IBV_WC_RDMA_WRITE**, {byte_len} {len}, and **IBV_WC_WITH_IMM** set in {wc_flags}.
 
 If the remote side has no receive posted, the write waits at the remote side until one is posted,
-and with it every later operation of this connection (as with an infinite RNR retry count).
+and with it every later operation of this connection (as with an infinite RNR retry count). The
+remote side takes the receive before it checks the write: a write it refuses (see below) completes
+that receive with the same error, **IBV_WC_REM_ACCESS_ERR**, as rxe does.
 
 """ + WRITE_AFTER + "\n\n" + FLAGS + "\n\n" + CONTEXT + "\n\n" + REMOTE_CHECK + "\n\n"
      + LOCAL_CHECK + "\n\n" + ERROR_STATE + "\n\n" + MAX_LEN,
@@ -985,6 +988,12 @@ it is the destination of receives ([[rpma_recv]], [[rpma_srq_recv]]).
 **IBV_ACCESS_LOCAL_WRITE**): a region with any of them can be the destination of reads and
 receives. As a NIC reads any region of its protection domain, any region of the peer can be the
 source of writes and sends.
+
+The remote side gets the access a NIC grants for the flags librpma registers with:
+**RPMA_MR_USAGE_READ_SRC** and both flush usages give remote reads (a flush is carried out as a
+read), so a region registered for a flush alone can also be read with [[rpma_read]] and flushed
+with either type; which flush type a peer may ask for is checked on its side, from the region's
+descriptor ([[rpma_mr_remote_get_flush_type]]). **RPMA_MR_USAGE_WRITE_DST** gives remote writes.
 
 The region gets a random, non-zero rkey, unique among the peer's regions. Its descriptor
 ([[rpma_mr_get_descriptor]]) lets the remote side address it.

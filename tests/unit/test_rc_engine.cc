@@ -680,10 +680,11 @@ TEST_F(RcEngineTest, InitiatorCompletionsCarryLengthAndImmediateFlag) {
     }
 }
 
-TEST_F(RcEngineTest, RefusedWriteWithImmediateTakesNoReceive) {
-    // the rkey is checked before a receive is taken: the receive is flushed with the QP, not
-    // consumed by the refused request
+TEST_F(RcEngineTest, ARefusedWriteWithImmediateFailsTheReceiveItTook) {
+    // as rxe: the receive is taken before the rkey is checked, and completes with the error;
+    // the next one is flushed with the QP
     ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 21, 0, 0)), 0);
+    ASSERT_EQ(server_.qp->post_recv(recv_wr(server_, 22, 0, 0)), 0);
     auto w = wr(prov::WrOp::kWriteImm, 11, 0, 32, 0);
     w.rkey = 0xdead;
     ASSERT_EQ(client_.qp->post_send(prov::SendWr(w)), 0);
@@ -692,6 +693,9 @@ TEST_F(RcEngineTest, RefusedWriteWithImmediateTakesNoReceive) {
     EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
     ASSERT_TRUE(next_wc(server_, &wc));
     EXPECT_EQ(wc.wr_id, 21u);
+    EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+    ASSERT_TRUE(next_wc(server_, &wc));
+    EXPECT_EQ(wc.wr_id, 22u);
     EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
 }
 

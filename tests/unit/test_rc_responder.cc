@@ -205,6 +205,28 @@ TEST_F(RcResponderTest, AMissingUsageIsAnAccessError) {
     EXPECT_EQ(mem_[0], 0);
 }
 
+// Remote access as upstream registers it: a flush usage of either type gives remote reads,
+// since a flush is carried out as one; only WRITE_DST gives remote writes.
+TEST_F(RcResponderTest, AnyFlushUsageAllowsReadsAndFlushesOfEitherType) {
+    for (int usage : {RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY, RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT,
+                      RPMA_MR_USAGE_READ_SRC}) {
+        auto r = mrs_.add(mem_, kMem, usage);
+        request(Op::kRead, 4, addr(0), r->rkey());
+        request(Op::kFlush, 8, addr(0), r->rkey(), kAckRequested);
+        request(Op::kFlush, 8, addr(0), r->rkey(), kFlushPersistent | kAckRequested);
+    }
+    EXPECT_EQ(read(), Step::kBlock);
+    EXPECT_FALSE(responder_.error());
+    EXPECT_EQ(responder_.executed(), 9u);
+}
+
+TEST_F(RcResponderTest, ReadingARegionWithoutReadOrFlushUsageIsAnAccessError) {
+    auto wo = mrs_.add(mem_, kMem, RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_DST);
+    request(Op::kRead, 4, addr(0), wo->rkey());
+    EXPECT_EQ(read(), Step::kBlock);
+    expect_nak(NakStatus::kAccess, 1);
+}
+
 TEST_F(RcResponderTest, AMisalignedAtomicWriteIsAnInvalidRequest) {
     request(Op::kAtomicWrite, 8, addr(4), region_->rkey(), kAckRequested, 42);
     EXPECT_EQ(read(), Step::kBlock);

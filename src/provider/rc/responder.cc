@@ -58,8 +58,8 @@ bool Responder::absorb_queued_nak() {
 }
 
 // The responder runs one request header through the states of rxe_resp (rxe_resp.c), each
-// step naming the next one. The order differs from rxe in one place: the rkey is checked
-// before a receive is taken, so a write-with-immediate that is refused consumes no receive.
+// step naming the next one, in rxe's order: a write-with-immediate takes its receive (or waits
+// for one) before its rkey is checked, and a refused one completes that receive with the error.
 Step Responder::header(const FrameHeader &h, std::atomic<bool> &disc) {
     Ctx c{h, static_cast<Op>(h.op), 0, nullptr, Step::kContinue};
     State st = State::kGetRequest;
@@ -109,18 +109,20 @@ Step Responder::header(const FrameHeader &h, std::atomic<bool> &disc) {
         case State::kCheckOpLength:
             if (info.fixed_len && (h.length != info.fixed_len || h.addr % info.fixed_len != 0))
                 return State::kErrInvalid;
-            return info.usage ? State::kCheckRkey : State::kCheckResources;
-        case State::kCheckRkey:
-            return access_ok(h, &c.region) ? State::kCheckResources : State::kErrAccess;
+            if (info.recv) return State::kCheckResources;
+            return info.usage ? State::kCheckRkey : State::kExecute;
         case State::kCheckResources:
-            if (info.recv && !(cur_recv_ = host_.take_recv())) {
+            if (!(cur_recv_ = host_.take_recv())) {
                 c.result = Step::kStall;  // RNR: resumed when a receive is posted
                 return State::kDone;
             }
-            return State::kExecute;
+            return info.usage ? State::kCheckRkey : State::kExecute;
+        case State::kCheckRkey:
+            return access_ok(h, &c.region) ? State::kExecute : State::kErrAccess;
         case State::kExecute:
             return execute(c);
         case State::kErrAccess:
+            fail_recv(IBV_WC_REM_ACCESS_ERR);  // a write-with-immediate's, taken already
             nak(c.seq, NakStatus::kAccess);
             return State::kDrop;
         case State::kErrInvalid:
@@ -171,7 +173,7 @@ bool Responder::access_ok(const FrameHeader &h, std::shared_ptr<Region> *region)
     const uint64_t len = op == Op::kFlush ? kFlushCheckLen : h.length;
     if (len == 0 && op != Op::kAtomicWrite) return true;  // touches nothing
     *region = mrs_->find(h.rkey);
-    return *region && ((*region)->usage() & required_usage(h)) && (*region)->contains(h.addr, len);
+    return *region && ((*region)->usage() & op_info(op).usage) && (*region)->contains(h.addr, len);
 }
 
 // Writes and sends execute once their payload is placed (placed); acknowledged then.

@@ -122,8 +122,9 @@ class Responder {
     State step(Ctx &c, State st, std::atomic<bool> &disc);
     State fatal(Ctx &c, const char *why);
     State execute(Ctx &c);
-    // The rkey check a NIC makes: the region exists, allows the usage the request needs
-    // (required_usage) and holds the range. A 0-byte request touches nothing and passes.
+    // The rkey check a NIC makes: the region exists, gives the access the request needs (one of
+    // its OpInfo usages) and holds the range (for a flush, its 8 bytes at the offset). A 0-byte
+    // request touches nothing and passes.
     bool access_ok(const FrameHeader &h, std::shared_ptr<Region> *region) const;
     State execute_write(Ctx &c);
     State execute_send(Ctx &c);
