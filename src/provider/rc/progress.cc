@@ -256,6 +256,7 @@ void Progress::run_completer(ByteStream::Reader who) {
             read_stream(s, who);
         }
     }
+    turn_.let_go();  // a waiter that slept on its own CQ meanwhile reads next
 }
 
 void Progress::run_responder(ByteStream::Reader who, bool owned) {
@@ -329,9 +330,9 @@ void Progress::drive(Cq &cq, int channel_fd, bool serve) {
     QpStream &s = req();
     QpStream &r = resp();
     // This thread runs the completer across its poll; the engine's events meanwhile only arm
-    // it (read_stream_if_free), and this thread reads again before it lets go. Another
-    // waiter's poll or a pass comes first: wait for its end.
-    while (!completer_task_.try_own()) completer_task_.wait_idle();
+    // it (read_stream_if_free), and this thread reads again before it lets go. Owned already:
+    // sleep on cq until this thread's turn (DriveTurn); the caller looks at cq and comes back.
+    if (!completer_task_.try_own()) return turn_.wait(cq, channel_fd, completer_task_);
     // Nobody else sleeps on cq now (a sleeper owns the completer): disarmed, the completions
     // this thread pushes write no channel event. Armed again only for the sleep below.
     cq.disarm();

@@ -4,11 +4,11 @@
 // finds it idle runs it: the engine thread, for the streams' events (this is the Handler of
 // both registrations), an application thread in get_wc or wait on a CQ (this is the CQs'
 // ProgressHook), or a posting thread (the requester). A schedule during a run arms it, so
-// nobody waits for it; a thread waiting in drive waits for its turn (wait_idle), the engine
-// never does. The streams are registered edge-triggered: an event schedules the stream's
-// reader task, and a reader reads until the stream blocks or asks for another event (rewatch).
-// A waiting or polling thread takes a socket stream off the engine's mask while it reads it
-// (QpStream::sleeper), and the engine's check gives it back (on_timer).
+// nobody waits for it; a thread waiting in drive sleeps on its own CQ until its turn
+// (DriveTurn), the engine never waits. The streams are registered edge-triggered: an event
+// schedules the stream's reader task, and a reader reads until the stream blocks or asks for
+// another event (rewatch). A waiting or polling thread takes a socket stream off the engine's mask
+// while it reads it (QpStream::sleeper), and the engine's check gives it back (on_timer).
 //
 // What this needs of its queue pair (queue_pair.h) is its parts, by reference, and Host: the
 // set-up, loss and close paths, which are the queue pair's. Locks: as queue_pair.h says; each
@@ -22,6 +22,7 @@
 #include <mutex>
 
 #include "provider/rc/byte_stream.h"
+#include "provider/rc/drive_turn.h"
 #include "provider/rc/frame_reader.h"
 #include "provider/rc/qp_stream.h"
 #include "provider/rc/task.h"
@@ -154,6 +155,8 @@ class Progress final : public Handler, public ProgressHook {
     // EPOLLIN, a thread in drive across its poll, or in progress), holding its rx_mu for each
     // read.
     Task completer_task_;
+    // A waiter that finds another asleep with the completer sleeps on its own CQ instead.
+    DriveTurn turn_;
     // req()'s transmit side: whoever wins it sends the queued requests (a post, the answer
     // reader after each read, the engine on EPOLLOUT), holding req().mu for each send.
     Task requester_task_;

@@ -67,8 +67,8 @@ class Task {
     }
 
     // Returns once nobody runs the task (idle or stopped). Only an application thread that
-    // owns no other task may wait here (a waiter whose turn it is next: drive); the engine
-    // never does.
+    // owns no other task may wait here (DriveTurn, where it has no descriptor to sleep on
+    // beside its CQ); the engine never does.
     void wait_idle() const noexcept {
         for (State s = state(); s != State::kIdle && s != State::kStopped; s = state())
             state_.wait(s, std::memory_order_acquire);

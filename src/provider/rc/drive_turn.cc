@@ -1,0 +1,46 @@
+// A waiter's turn in Progress::drive (drive_turn.h).
+#include "provider/rc/drive_turn.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+namespace rpma::rc {
+
+int DriveTurn::fd() {
+    std::call_once(made_, [this] { turn_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)); });
+    return turn_.get();
+}
+
+void DriveTurn::signal() noexcept {
+    int f = turn_.get();  // made before any waiter counted itself (wait)
+    uint64_t one = 1;
+    if (f >= 0) (void)!::write(f, &one, sizeof(one));
+}
+
+void DriveTurn::wait(Cq &cq, int channel_fd, const Task &completer) {
+    int turn = fd();
+    if (turn < 0) {  // no descriptor to spare: the turn alone, as a sleeper's end decides it
+        completer.wait_idle();
+        return;
+    }
+    // Counted before the look at the completer, as let_go looks at the count after letting it
+    // go, both by read-modify-writes of the count: either this look finds it free, or let_go
+    // finds this waiter counted and signals.
+    waiters_.fetch_add(1, std::memory_order_acq_rel);
+    Task::State s = completer.state();
+    if (s == Task::State::kRunning || s == Task::State::kArmed) {
+        cq.arm();  // the owner's pushes into cq now fire its channel
+        if (cq.empty()) {
+            pollfd p[2] = {{channel_fd, POLLIN, 0}, {turn, POLLIN, 0}};
+            ::poll(p, 2, -1);  // EINTR: the caller looks and comes back
+        }
+    }
+    waiters_.fetch_sub(1, std::memory_order_relaxed);
+    uint64_t v;
+    (void)!::read(turn, &v, sizeof(v));  // a signal this wait used, or one left from before
+}
+
+}  // namespace rpma::rc
