@@ -376,6 +376,10 @@ case it returns **RPMA_E_NO_COMPLETION** when no event is pending. A thread bloc
 connection's main CQ reads the connection's answers itself, rather than waiting for the peer's
 progress thread to do so.
 
+A blocking call returns at once while {cq} still holds completions, where **ibv_get_cq_event**(3)
+would wait for a new one; so two threads waiting on one CQ may both return for one completion.
+Threads waiting on different CQs of one connection (its CQ and its RCQ) each wake for their own.
+
 A CQ whose completion channel is shared with the other CQ of its connection cannot be waited on
 alone: use [[rpma_conn_wait]].""",
      errors=[inval_null("cq"),
