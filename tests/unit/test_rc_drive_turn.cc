@@ -62,6 +62,19 @@ TEST_F(DriveTurnTest, ACompletionAlreadyThereEndsTheWait) {
     EXPECT_FALSE(owned_.finish());
 }
 
+// Each counted sleeper gets its own wake from one let_go (a semaphore): none takes another's
+// and leaves it asleep with nobody owning the completer.
+TEST_F(DriveTurnTest, EverySleeperWakesOnOneLetGo) {
+    for (int i = 0; i < 200; i++) {
+        ASSERT_TRUE(owned_.try_own());
+        auto w1 = Wait(), w2 = Wait();
+        EXPECT_FALSE(owned_.finish());
+        turn_.let_go();
+        ASSERT_EQ(w1.wait_for(kBound), std::future_status::ready) << "round " << i;
+        ASSERT_EQ(w2.wait_for(kBound), std::future_status::ready) << "round " << i;
+    }
+}
+
 // A let_go between the waiter's count and its sleep is not lost (the fences' pairing): many
 // rounds of a waiter against a releaser, each bounded.
 TEST_F(DriveTurnTest, NoLetGoIsLostToARace) {

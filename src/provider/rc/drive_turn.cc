@@ -10,14 +10,17 @@
 namespace rpma::rc {
 
 int DriveTurn::fd() {
-    std::call_once(made_, [this] { turn_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)); });
+    std::call_once(
+        made_, [this] { turn_.reset(::eventfd(0, EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC)); });
     return turn_.get();
 }
 
-void DriveTurn::signal() noexcept {
+void DriveTurn::signal(int waiters) noexcept {
     int f = turn_.get();  // made before any waiter counted itself (wait)
-    uint64_t one = 1;
-    if (f >= 0) (void)!::write(f, &one, sizeof(one));
+    // One unit per waiter counted (a semaphore): each sleeper takes its own, so none is woken
+    // by another's and put back to sleep; a unit left over costs one more look.
+    auto n = static_cast<uint64_t>(waiters);
+    if (f >= 0) (void)!::write(f, &n, sizeof(n));
 }
 
 void DriveTurn::wait(Cq &cq, int channel_fd, const Task &completer) {
@@ -31,16 +34,18 @@ void DriveTurn::wait(Cq &cq, int channel_fd, const Task &completer) {
     // finds this waiter counted and signals.
     waiters_.fetch_add(1, std::memory_order_acq_rel);
     Task::State s = completer.state();
-    if (s == Task::State::kRunning || s == Task::State::kArmed) {
+    if (s != Task::State::kIdle && s != Task::State::kStopped) {  // as wait_idle waits
         cq.arm();  // the owner's pushes into cq now fire its channel
         if (cq.empty()) {
             pollfd p[2] = {{channel_fd, POLLIN, 0}, {turn, POLLIN, 0}};
-            ::poll(p, 2, -1);  // EINTR: the caller looks and comes back
+            // EINTR: the caller looks and comes back
+            if (::poll(p, 2, -1) > 0 && (p[1].revents & POLLIN)) {
+                uint64_t unit;
+                (void)!::read(turn, &unit, sizeof(unit));  // this sleeper's own
+            }
         }
     }
     waiters_.fetch_sub(1, std::memory_order_relaxed);
-    uint64_t v;
-    (void)!::read(turn, &v, sizeof(v));  // a signal this wait used, or one left from before
 }
 
 }  // namespace rpma::rc

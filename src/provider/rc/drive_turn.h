@@ -24,11 +24,11 @@ class DriveTurn {
     void let_go() noexcept {
         // A read-modify-write, as wait's count is: of the two, the later one sees the other
         // (the task let go before this one, or the count before wait's look at the task).
-        if (waiters_.fetch_add(0, std::memory_order_acq_rel) > 0) signal();
+        if (int n = waiters_.fetch_add(0, std::memory_order_acq_rel); n > 0) signal(n);
     }
 
   private:
-    void signal() noexcept;
+    void signal(int waiters) noexcept;
     int fd();  // made on first use, as few connections ever have a second waiter; -1: none
 
     std::atomic<int> waiters_{0};

@@ -333,8 +333,9 @@ void Progress::drive(Cq &cq, int channel_fd, bool serve) {
     // it (read_stream_if_free), and this thread reads again before it lets go. Owned already:
     // sleep on cq until this thread's turn (DriveTurn); the caller looks at cq and comes back.
     if (!completer_task_.try_own()) return turn_.wait(cq, channel_fd, completer_task_);
-    // Nobody else sleeps on cq now (a sleeper owns the completer): disarmed, the completions
-    // this thread pushes write no channel event. Armed again only for the sleep below.
+    // Disarmed, the completions this thread pushes write no channel event; a thread asleep on
+    // cq without the completer (DriveTurn) is woken when this one lets it go. Armed again only
+    // for the sleep below.
     cq.disarm();
     drained_by_wait_.store(false, std::memory_order_relaxed);
     bool ok = conn_.established();  // the handshake owns the streams until then

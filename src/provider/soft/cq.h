@@ -31,8 +31,8 @@ class ProgressHook {
     // hook's own input is ready; the hook arms cq just before it sleeps and disarms it once
     // awake, so only other threads' pushes write the channel. Without wait, it disarms cq
     // while it pushes and arms it again if it was armed (Cq::get_wc then writes the event).
-    // A hook disarms cq only where no other thread can be asleep in the hook (a sleeper holds
-    // what the hook needs to run).
+    // A hook disarms cq only while it holds what the hook needs to run; a thread asleep in the
+    // hook without it is woken when it is let go, so none is left deaf.
     virtual void progress(Cq &cq, bool wait, int channel_fd) = 0;
 };
 
