@@ -4,6 +4,8 @@
 
 #include <sys/socket.h>
 
+#include <cerrno>
+
 #include "common/log.h"
 #include "provider/tcp/listener.h"
 
@@ -142,7 +144,7 @@ int QueuePair::accept(std::unique_ptr<prov::IncomingRequest> req, const void *pd
     // the moved streams are served before the client learns of them
     if (moves && !move_to_upgrade()) return RPMA_E_PROVIDER;
     if (!connector_.send_accept(moves ? &tcp_main : &main_.fd, qp_num_, pdata, pdata_len))
-        lost("sending the accept failed");
+        lost("sending the accept failed", errno == EPIPE || errno == ECONNRESET);  // gone: CLOSED
     return 0;
 }
 
