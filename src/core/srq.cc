@@ -14,13 +14,13 @@ int recv_refused(const MrLocal *dst, size_t offset, size_t len) {
 
 int Srq::create(Peer *peer, const SrqCfg &cfg, Srq **out) {
     std::unique_ptr<Srq> s(new Srq(peer));
+    peer->ref();  // at once: ~Srq lets go of it, also when a step below fails
     if (int ret = peer->domain().create_srq(cfg.rq_size(), &s->rq_)) return ret;
     if (cfg.rcq_size() > 0) {
         if (int ret = peer->domain().create_channel(&s->channel_)) return ret;
         if (int ret = peer->domain().create_cq(s->channel_.get(), false, cfg.rcq_size(), &s->rcq_))
             return ret;
     }
-    peer->ref();
     *out = s.release();
     return 0;
 }
