@@ -647,8 +647,8 @@ The first request or endpoint of a peer starts the peer's progress thread.""",
      errors=[("RPMA_E_INVAL", "{peer}, {addr}, {port} or {req_ptr} is NULL; " + PORT_BAD
               + "; or " + CFG_CLASH + "."),
              ("RPMA_E_PROVIDER", "{addr} and {port} cannot be resolved, an event descriptor "
-              "cannot be made, the peer's progress thread cannot be started, or the caller is "
-              + FORK + "."),
+              "cannot be made, the CQ size of {cfg} is 0, the peer's progress thread cannot be "
+              "started, or the caller is " + FORK + "."),
              NOMEM, UNKNOWN],
      notes=PORT_NOTE,
      see=["rpma_conn_req_connect", "rpma_conn_req_delete", "rpma_conn_req_recv",
@@ -828,9 +828,10 @@ is **RPMA_DEFAULT_TIMEOUT_MS** (1000).""",
 
 cfg_pair("conn", "cq_size", "uint32_t", "CQ size",
          """**rpma_conn_cfg_set_cq_size**() sets the size of the main completion queue of the
-connections made with {cfg}. The default is 10.""",
-         notes="""In rpma completion queues grow as needed and never overrun, so the size is kept
-and reported but limits nothing. Upstream librpma sizes the verbs CQ with it, and a CQ that
+connections made with {cfg}. The default is 10. A size of 0 makes [[rpma_conn_req_new]] and
+[[rpma_ep_next_conn_req]] fail with **RPMA_E_PROVIDER**, as **ibv_create_cq**(3) refuses it.""",
+         notes="""In rpma completion queues grow as needed and never overrun, so any other size is
+kept and reported but limits nothing. Upstream librpma sizes the verbs CQ with it, and a CQ that
 overflows there breaks the connection.""",
          see=["rpma_conn_get_cq"])
 
@@ -838,8 +839,8 @@ cfg_pair("conn", "rcq_size", "uint32_t", "receive CQ size",
          """**rpma_conn_cfg_set_rcq_size**() sets the size of the receive completion queue (RCQ)
 of the connections made with {cfg}. 0, the default, means no RCQ: receive completions go to the
 main CQ. Any other value gives each connection an RCQ, where its receive completions go (unless
-a shared receive queue with a CQ of its own takes them, see [[rpma_conn_cfg_set_srq]]). As with
-the CQ, rpma does not bound the RCQ by this size.""",
+a shared receive queue with a CQ of its own takes them, see [[rpma_conn_cfg_set_srq]]: the
+connection then has no RCQ). As with the CQ, rpma does not bound the RCQ by this size.""",
          see=["rpma_conn_get_rcq", "rpma_conn_cfg_set_compl_channel"])
 
 cfg_pair("conn", "sq_size", "uint32_t", "send queue size",
@@ -925,7 +926,8 @@ with [[rpma_srq_recv]] serve every connection made with a configuration that nam
 connection the message came through.""",
      ret=ret_out("*srq_ptr"),
      errors=[inval_null("peer", "srq_ptr"),
-             ("RPMA_E_PROVIDER", "The completion channel's descriptor cannot be made."),
+             ("RPMA_E_PROVIDER", "The receive queue size of {cfg} is 0 (as **ibv_create_srq**(3) "
+              "refuses it), or the completion channel's descriptor cannot be made."),
              NOMEM, UNKNOWN],
      see=["rpma_srq_delete", "rpma_srq_recv", "rpma_srq_get_rcq", "rpma_conn_cfg_set_srq",
           "rpma_srq_cfg_new"])

@@ -32,7 +32,9 @@ int ConnResources::create(Peer *peer, const ConnCfg &cfg, const char *addr, cons
         if (!r->events->valid()) return RPMA_E_PROVIDER;
     }
     if (int ret = dom.create_cq(r->channel.get(), r->shared, cfg.cq_size(), &r->cq)) return ret;
-    if (cfg.rcq_size() > 0) {
+    // An SRQ with its own RCQ takes every receive: the connection gets none (rpma_conn_get_rcq
+    // gives NULL), as upstream makes none, rather than one that would stay empty.
+    if (cfg.rcq_size() > 0 && !(srq && srq->rcq())) {
         prov::CompletionChannel *ch = r->channel.get();
         if (!r->shared) {
             if (int ret = dom.create_channel(&r->rcq_channel)) return ret;

@@ -4,6 +4,8 @@
  * process: every receive completion comes on the SRQ's RCQ (none on the connections' CQs, and
  * rpma_conn_get_rcq gives NULL), and wc.qp_num names the receiving connection
  * (rpma_conn_get_qp_num), which tells the senders apart. Each sender's messages arrive in order.
+ * The connections' cfg asks for an RCQ as well: the SRQ's own RCQ wins, as upstream's does. An
+ * SRQ of 0 receives is refused first.
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -27,6 +29,11 @@ static void server(const struct it_args *a) {
 
     struct rpma_srq_cfg *scfg = NULL;
     CHECK_OK(rpma_srq_cfg_new(&scfg));
+    /* an SRQ of no receives is refused, as ibv_create_srq refuses it */
+    CHECK_OK(rpma_srq_cfg_set_rq_size(scfg, 0));
+    struct rpma_srq *none = NULL;
+    CHECK_ERR(rpma_srq_new(peer, scfg, &none), RPMA_E_PROVIDER);
+    CHECK(none == NULL);
     CHECK_OK(rpma_srq_cfg_set_rq_size(scfg, 100));
     CHECK_OK(rpma_srq_cfg_set_rcq_size(scfg, 100));
     struct rpma_srq *srq = NULL;
@@ -40,6 +47,8 @@ static void server(const struct it_args *a) {
     struct rpma_conn_cfg *cfg = NULL;
     CHECK_OK(rpma_conn_cfg_new(&cfg));
     CHECK_OK(rpma_conn_cfg_set_srq(cfg, srq));
+    /* an RCQ size too: the SRQ's RCQ still takes every receive, and the connection has none */
+    CHECK_OK(rpma_conn_cfg_set_rcq_size(cfg, 8));
     struct rpma_srq *got_srq = NULL;
     CHECK_OK(rpma_conn_cfg_get_srq(cfg, &got_srq));
     CHECK(got_srq == srq);

@@ -200,7 +200,7 @@ TEST_F(TcpDomainTest, ChannelCqAndSrq) {
     EXPECT_EQ(srq->post(r), RPMA_E_PROVIDER);
 }
 
-TEST_F(TcpDomainTest, ACqOfNoEntriesIsRefusedAsIbvCreateCqRefusesIt) {
+TEST_F(TcpDomainTest, ACqOrAnSrqOfNoEntriesIsRefusedAsVerbsRefuseIt) {
     std::unique_ptr<prov::CompletionChannel> ch;
     ASSERT_EQ(dom_->create_channel(&ch), 0);
     std::unique_ptr<prov::CompletionQueue> cq;
@@ -208,6 +208,9 @@ TEST_F(TcpDomainTest, ACqOfNoEntriesIsRefusedAsIbvCreateCqRefusesIt) {
     EXPECT_EQ(cq, nullptr);
     EXPECT_EQ(dom_->create_cq(ch.get(), false, 1, &cq), 0);
     EXPECT_NE(cq, nullptr);
+    std::unique_ptr<prov::SharedRecvQueue> srq;  // and an SRQ of none, as ibv_create_srq
+    EXPECT_EQ(dom_->create_srq(0, &srq), RPMA_E_PROVIDER);
+    EXPECT_EQ(srq, nullptr);
 }
 
 TEST_F(TcpDomainTest, ListenAndBadAddresses) {

@@ -90,6 +90,10 @@ int Domain::create_cq(prov::CompletionChannel *channel, bool shared, uint32_t si
 }
 
 int Domain::create_srq(uint32_t size, std::unique_ptr<prov::SharedRecvQueue> *out) {
+    if (size == 0) {  // as ibv_create_srq refuses one
+        RPMA_LOG_ERROR("an SRQ of 0 receives");
+        return RPMA_E_PROVIDER;
+    }
     *out = std::make_unique<RecvQueue>(size);
     return 0;
 }
