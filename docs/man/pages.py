@@ -635,7 +635,8 @@ page("rpma_conn_req_new", "create an outgoing connection request",
      """**rpma_conn_req_new**() creates a request to connect to {addr} and {port} through the
 peer {peer}, and stores it in {*req_ptr}. {addr} is a host name or a numeric IPv4 or IPv6
 address and {port} a port number or service name, both resolved with [[getaddrinfo(3)]] now. A
-port number is plain decimal digits, at most 65535.
+port number is plain decimal digits, at most 65535. A wildcard address (0.0.0.0, ::) names no
+host to connect to.
 The connection's CQs and queues are made now, per {cfg} (NULL means the defaults of
 [[rpma_conn_cfg_new]]); {cfg} is not used after the call returns, except that a shared receive
 queue it names must stay alive as long as the request or its connection does.
@@ -647,8 +648,8 @@ The first request or endpoint of a peer starts the peer's progress thread.""",
      errors=[("RPMA_E_INVAL", "{peer}, {addr}, {port} or {req_ptr} is NULL; " + PORT_BAD
               + "; or " + CFG_CLASH + "."),
              ("RPMA_E_PROVIDER", "{addr} and {port} cannot be resolved, an event descriptor "
-              "cannot be made, the CQ size of {cfg} is 0, the peer's progress thread cannot be "
-              "started, or the caller is " + FORK + "."),
+              "cannot be made, {addr} is a wildcard address, the CQ size of {cfg} is 0, the "
+              "peer's progress thread cannot be started, or the caller is " + FORK + "."),
              NOMEM, UNKNOWN],
      notes=PORT_NOTE,
      see=["rpma_conn_req_connect", "rpma_conn_req_delete", "rpma_conn_req_recv",

@@ -8,7 +8,8 @@
  *   reject       the server rejects the first request (client sees REJECTED), accepts the second
  *   nolistener   client only, nobody listens: REJECTED or UNREACHABLE
  *   cq_zero      client only: a request with a CQ of 0 entries fails (RPMA_E_PROVIDER), as
- *                ibv_create_cq(3) refuses one; nothing needs to listen
+ *                ibv_create_cq(3) refuses one; and a request to the wildcard address 0.0.0.0
+ *                fails the same way, as RDMA CM resolves no route to it; nothing needs to listen
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -88,6 +89,8 @@ static void client(const struct it_args *a, const char *mode) {
         CHECK_OK(rpma_conn_cfg_set_cq_size(cfg, 0));
         struct rpma_conn_req *req = NULL;
         CHECK_ERR(rpma_conn_req_new(peer, a->addr, a->port, cfg, &req), RPMA_E_PROVIDER);
+        CHECK(req == NULL);
+        CHECK_ERR(rpma_conn_req_new(peer, "0.0.0.0", a->port, NULL, &req), RPMA_E_PROVIDER);
         CHECK(req == NULL);
         CHECK_OK(rpma_conn_cfg_delete(&cfg));
         CHECK_OK(rpma_peer_delete(&peer));

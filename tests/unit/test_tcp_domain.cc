@@ -239,6 +239,16 @@ TEST_F(TcpDomainTest, CreateQpUnresolvable) {
     EXPECT_EQ(c.qp, nullptr);
 }
 
+// RDMA CM resolves no route to 0.0.0.0 or ::, though the kernel would take either for this host.
+TEST_F(TcpDomainTest, CreateQpToAWildcardAddressFails) {
+    for (const char *any : {"0.0.0.0", "::"}) {
+        Side c;
+        ASSERT_NO_FATAL_FAILURE(MakeSide(c));
+        EXPECT_EQ(dom_->create_qp(any, "25715", c.attr(), &c.qp), RPMA_E_PROVIDER) << any;
+        EXPECT_EQ(c.qp, nullptr);
+    }
+}
+
 TEST_F(TcpDomainTest, RequestRejectedWhenDroppedUnaccepted) {
     Side c;
     std::unique_ptr<prov::IncomingRequest> req;

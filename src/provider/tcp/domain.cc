@@ -1,6 +1,7 @@
 #include "provider/tcp/domain.h"
 
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -30,6 +31,15 @@ QpConfig qp_config(const prov::QpAttr &a) {
     c.recv_cq = static_cast<Cq *>(a.recv_cq);
     c.srq = static_cast<RecvQueue *>(a.srq);
     return c;
+}
+
+// 0.0.0.0 or ::, which a listener may bind but nothing can be connected to over RDMA.
+bool unspecified(const sockaddr_storage &ss) {
+    if (ss.ss_family == AF_INET)
+        return reinterpret_cast<const sockaddr_in &>(ss).sin_addr.s_addr == htonl(INADDR_ANY);
+    if (ss.ss_family == AF_INET6)
+        return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6 &>(ss).sin6_addr);
+    return false;
 }
 
 }  // namespace
@@ -135,6 +145,11 @@ int Domain::create_qp(const char *addr, const char *port, const prov::QpAttr &at
     std::memcpy(&ss, res->ai_addr, res->ai_addrlen);
     socklen_t len = res->ai_addrlen;
     freeaddrinfo(res);
+    if (unspecified(ss)) {
+        // the kernel would take it for this host; RDMA CM cannot resolve a route to it
+        RPMA_LOG_ERROR("cannot connect to %s: an unspecified (wildcard) address", addr);
+        return RPMA_E_PROVIDER;
+    }
     Engine *e = engine();
     if (!e) return RPMA_E_PROVIDER;
     auto qp = make_qp(e, attr);
