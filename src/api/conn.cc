@@ -23,7 +23,7 @@ RPMA_EXPORT int rpma_conn_get_event_fd(const struct rpma_conn *conn, int *fd) {
 
 RPMA_EXPORT int rpma_conn_next_event(struct rpma_conn *conn, enum rpma_conn_event *event) {
     if (!conn || !event) return RPMA_E_INVAL;
-    return api::guarded([&] { return C(conn)->next_event(event); });
+    return api::guarded_wait([&] { return C(conn)->next_event(event); });
 }
 
 RPMA_EXPORT int rpma_conn_get_private_data(const struct rpma_conn *conn,
@@ -68,7 +68,7 @@ RPMA_EXPORT int rpma_conn_get_compl_fd(const struct rpma_conn *conn, int *fd) {
 RPMA_EXPORT int rpma_conn_wait(struct rpma_conn *conn, int flags, struct rpma_cq **cq,
                                bool *is_rcq) {
     if (!conn || !cq) return RPMA_E_INVAL;
-    return api::guarded([&] {
+    return api::guarded_wait([&] {
         prov::CompletionQueue *fired = nullptr;
         int ret = C(conn)->wait(flags, &fired, is_rcq);
         if (ret == 0) *cq = api::handle<rpma_cq>(fired);

@@ -12,7 +12,7 @@ RPMA_EXPORT int rpma_cq_get_fd(const struct rpma_cq *cq, int *fd) {
 
 RPMA_EXPORT int rpma_cq_wait(struct rpma_cq *cq) {
     if (!cq) return RPMA_E_INVAL;
-    return api::guarded([&] { return api::obj<prov::CompletionQueue>(cq)->wait(); });
+    return api::guarded_wait([&] { return api::obj<prov::CompletionQueue>(cq)->wait(); });
 }
 
 RPMA_EXPORT int rpma_cq_get_wc(struct rpma_cq *cq, int num_entries, struct ibv_wc *wc,

@@ -34,7 +34,7 @@ RPMA_EXPORT int rpma_ep_next_conn_req(struct rpma_ep *ep, const struct rpma_conn
                                       struct rpma_conn_req **req_ptr) {
     if (!ep || !req_ptr) return RPMA_E_INVAL;
     if (int ret = api::obj<Ep>(ep)->peer()->check_process("the endpoint")) return ret;
-    return api::guarded([&] {
+    return api::guarded_wait([&] {
         const ConnCfg &c = cfg ? *api::obj<ConnCfg>(cfg) : ConnCfg::defaults();
         ConnReq *req = nullptr;
         int ret = api::obj<Ep>(ep)->next_conn_req(c, &req);

@@ -4,9 +4,11 @@
 #include <librpma.h>
 
 #include <cstring>
+#include <exception>
 #include <new>
 #include <type_traits>
 
+#include "common/cancel.h"
 #include "common/log.h"
 
 #define RPMA_EXPORT extern "C" __attribute__((visibility("default")))
@@ -38,15 +40,34 @@ inline int enum_value(const E &e) noexcept {
     return v;
 }
 
-// Runs the body of an API call; no exception may cross the C boundary.
+// Runs the body of an API call; no exception may cross the C boundary. Thread cancellation is
+// off meanwhile (common/cancel.h): no unwind can start inside.
 template <class F>
 inline int guarded(F &&body) noexcept {
+    CancelOff off;
     try {
         return body();
     } catch (const std::bad_alloc &) {
         RPMA_LOG_ERROR("out of memory");
         return RPMA_E_NOMEM;
     } catch (...) {
+        RPMA_LOG_ERROR("unexpected internal exception");
+        return RPMA_E_UNKNOWN;
+    }
+}
+
+// The same for a blocking call (rpma_cq_wait, rpma_conn_wait, rpma_conn_next_event,
+// rpma_ep_next_conn_req), whose wait keeps the caller's cancellation setting: the unwind that
+// pthread_cancel starts there must go on through this frame, so only the library's own
+// exceptions are caught (catching everything would also stop glibc's abi::__forced_unwind).
+template <class F>
+inline int guarded_wait(F &&body) {
+    try {
+        return body();
+    } catch (const std::bad_alloc &) {
+        RPMA_LOG_ERROR("out of memory");
+        return RPMA_E_NOMEM;
+    } catch (const std::exception &) {
         RPMA_LOG_ERROR("unexpected internal exception");
         return RPMA_E_UNKNOWN;
     }

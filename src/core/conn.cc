@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/cancel.h"
 #include "common/log.h"
 #include "core/conn_cfg.h"
 #include "core/mr_local.h"
@@ -66,6 +67,7 @@ ConnResources::~ConnResources() {
 }
 
 int Conn::next_event(rpma_conn_event *ev) {
+    // The wait is cancellable as the caller has it (common/cancel.h); what follows is not.
     rpma_conn_event e;
     if (!r_->events) {
         if (int ret = r_->qp->next_event(&e)) return ret;
@@ -74,6 +76,7 @@ int Conn::next_event(rpma_conn_event *ev) {
         if (!popped) return RPMA_E_NO_EVENT;
         e = *popped;
     }
+    CancelOff off;
     if (e == RPMA_CONN_ESTABLISHED) pdata_shown_.store(true, std::memory_order_release);
     *ev = e;
     return 0;
@@ -92,8 +95,9 @@ void Conn::private_data(rpma_conn_private_data *pd) const {
 int Conn::wait(int flags, prov::CompletionQueue **cq, bool *is_rcq) {
     if (!r_->shared) return RPMA_E_NOT_SHARED_CHNL;
     for (;;) {
-        prov::CompletionQueue *fired = r_->channel->wait();
+        prov::CompletionQueue *fired = r_->channel->wait();  // cancellable, as next_event's
         if (!fired) return RPMA_E_NO_COMPLETION;
+        CancelOff off;
         fired->arm();
         // With WAIT_FOR_COMPLETION a wake-up whose completion was already taken does not count.
         if ((flags & RPMA_W_WAIT_FOR_COMPLETION) && fired->empty()) continue;

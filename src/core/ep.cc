@@ -1,5 +1,6 @@
 #include "core/ep.h"
 
+#include "common/cancel.h"
 #include "core/conn_req.h"
 
 namespace rpma {
@@ -24,8 +25,9 @@ Ep::~Ep() {
 }
 
 int Ep::next_conn_req(const ConnCfg &cfg, ConnReq **out) {
-    auto in = l_->next();
+    auto in = l_->next();  // the wait, cancellable as the caller has it (common/cancel.h)
     if (!in) return RPMA_E_NO_EVENT;
+    CancelOff off;
     return ConnReq::incoming(peer_, std::move(in), cfg, out);
 }
 

@@ -55,3 +55,34 @@ struct rpma_conn_req *mt_next_req(struct rpma_ep *ep, int ep_fd, struct rpma_con
         return req;
     }
 }
+
+void mt_answer_server(const struct it_args *a, int messages, size_t len,
+                      void (*after_accept)(struct rpma_ep *ep)) {
+    enum { WR_SEND = 0x5e, WR_RECV = 0x7e };
+    struct rpma_peer *peer = it_peer_new(a->addr, true);
+    char *buf = it_alloc(2 * len);
+    struct rpma_mr_local *mr = NULL;
+    CHECK_OK(rpma_mr_reg(peer, buf, 2 * len, RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV, &mr));
+    struct rpma_ep *ep = NULL;
+    CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
+    it_ready();
+    struct rpma_conn_req *req = it_next_req(ep, NULL);
+    CHECK_OK(rpma_conn_req_recv(req, mr, len, len, (void *)WR_RECV));
+    struct rpma_conn *conn = it_accept(&req, NULL, 0);
+    if (after_accept) after_accept(ep);
+    struct rpma_cq *cq = NULL;
+    CHECK_OK(rpma_conn_get_cq(conn, &cq));
+    for (int r = 0; r < messages; r++) {
+        it_cq_expect(cq, IBV_WC_RECV, (void *)WR_RECV);
+        CHECK_OK(rpma_recv(conn, mr, len, len, (void *)WR_RECV));
+        memcpy(buf, &r, sizeof(r));
+        CHECK_OK(rpma_send(conn, mr, 0, len, RPMA_F_COMPLETION_ALWAYS, (void *)WR_SEND));
+        it_cq_expect(cq, IBV_WC_SEND, (void *)WR_SEND);
+    }
+    it_disconnect_passive(&conn, false);
+    printf("server: %d messages answered\n", messages);
+    CHECK_OK(rpma_ep_shutdown(&ep));
+    CHECK_OK(rpma_mr_dereg(&mr));
+    CHECK_OK(rpma_peer_delete(&peer));
+    free(buf);
+}

@@ -49,6 +49,14 @@ void mt_set_nonblock(int fd);
 struct rpma_conn_req *mt_next_req(struct rpma_ep *ep, int ep_fd, struct rpma_conn_cfg *cfg,
                                   atomic_long *accepted, long total, pthread_mutex_t *api_lock);
 
+/*
+ * The server of a request/answer test: listens, accepts one connection (a receive of len bytes
+ * posted on the request), runs after_accept(ep) if not NULL, answers each of the connection's
+ * messages with one of len bytes (at least an int), then waits for CLOSED and cleans up.
+ */
+void mt_answer_server(const struct it_args *a, int messages, size_t len,
+                      void (*after_accept)(struct rpma_ep *ep));
+
 /* an optional numeric argument k of the scenario, or def */
 long mt_arg(const struct it_args *a, int k, long def);
 

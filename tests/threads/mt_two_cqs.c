@@ -58,32 +58,7 @@ static struct rpma_conn_cfg *rcq_cfg(void) {
 }
 
 static void server(const struct it_args *a) {
-    int rounds = (int)mt_arg(a, 0, 100);
-    struct rpma_peer *peer = it_peer_new(a->addr, true);
-    char *buf = it_alloc(2 * MSG);
-    struct rpma_mr_local *mr = NULL;
-    CHECK_OK(rpma_mr_reg(peer, buf, 2 * MSG, RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV, &mr));
-    struct rpma_ep *ep = NULL;
-    CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
-    it_ready();
-    struct rpma_conn_req *req = it_next_req(ep, NULL);
-    CHECK_OK(rpma_conn_req_recv(req, mr, MSG, MSG, (void *)WR_RECV));
-    struct rpma_conn *conn = it_accept(&req, NULL, 0);
-    struct rpma_cq *cq = NULL;
-    CHECK_OK(rpma_conn_get_cq(conn, &cq));
-    for (int r = 0; r < rounds; r++) {
-        it_cq_expect(cq, IBV_WC_RECV, (void *)WR_RECV);
-        CHECK_OK(rpma_recv(conn, mr, MSG, MSG, (void *)WR_RECV));
-        memcpy(buf, &r, sizeof(r));
-        CHECK_OK(rpma_send(conn, mr, 0, MSG, RPMA_F_COMPLETION_ALWAYS, (void *)WR_SEND));
-        it_cq_expect(cq, IBV_WC_SEND, (void *)WR_SEND);
-    }
-    it_disconnect_passive(&conn, false);
-    printf("server: %d messages answered\n", rounds);
-    CHECK_OK(rpma_ep_shutdown(&ep));
-    CHECK_OK(rpma_mr_dereg(&mr));
-    CHECK_OK(rpma_peer_delete(&peer));
-    free(buf);
+    mt_answer_server(a, (int)mt_arg(a, 0, 100), MSG, NULL);
 }
 
 static void client(const struct it_args *a) {

@@ -17,7 +17,10 @@ constexpr auto kBound = std::chrono::seconds(10);
 class DriveTurnTest : public ::testing::Test {
   protected:
     std::future<void> Wait() {
-        return std::async(std::launch::async, [this] { turn_.wait(cq_, ch_.fd(), owned_); });
+        return std::async(std::launch::async, [this] {
+            CancelOff off;
+            turn_.wait(cq_, ch_.fd(), owned_, off);
+        });
     }
     static ibv_wc Wc() {
         ibv_wc wc{};

@@ -23,7 +23,7 @@ void DriveTurn::signal(int waiters) noexcept {
     if (f >= 0) (void)!::write(f, &n, sizeof(n));
 }
 
-void DriveTurn::wait(Cq &cq, int channel_fd, const Task &completer) {
+void DriveTurn::wait(Cq &cq, int channel_fd, const Task &completer, const CancelOff &off) {
     int turn = fd();
     if (turn < 0) {  // no descriptor to spare: the turn alone, as a sleeper's end decides it
         completer.wait_idle();
@@ -31,21 +31,28 @@ void DriveTurn::wait(Cq &cq, int channel_fd, const Task &completer) {
     }
     // Counted before the look at the completer, as let_go looks at the count after letting it
     // go, both by read-modify-writes of the count: either this look finds it free, or let_go
-    // finds this waiter counted and signals.
+    // finds this waiter counted and signals. Uncounted on every way out, a cancellation's too.
     waiters_.fetch_add(1, std::memory_order_acq_rel);
+    struct Uncount {
+        std::atomic<int> &n;
+        ~Uncount() { n.fetch_sub(1, std::memory_order_relaxed); }
+    } uncount{waiters_};
     Task::State s = completer.state();
     if (s != Task::State::kIdle && s != Task::State::kStopped) {  // as wait_idle waits
         cq.arm();  // the owner's pushes into cq now fire its channel
         if (cq.empty()) {
             pollfd p[2] = {{channel_fd, POLLIN, 0}, {turn, POLLIN, 0}};
-            // EINTR: the caller looks and comes back
-            if (::poll(p, 2, -1) > 0 && (p[1].revents & POLLIN)) {
+            int ready;
+            {
+                CancelOn on(off);          // holding nothing but the count
+                ready = ::poll(p, 2, -1);  // EINTR: the caller looks and comes back
+            }
+            if (ready > 0 && (p[1].revents & POLLIN)) {
                 uint64_t unit;
                 (void)!::read(turn, &unit, sizeof(unit));  // this sleeper's own
             }
         }
     }
-    waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 }  // namespace rpma::rc

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "common/cancel.h"
 #include "common/fd.h"
 #include "provider/rc/task.h"
 #include "provider/soft/cq.h"
@@ -19,7 +20,8 @@ class DriveTurn {
   public:
     // Sleeps until cq's channel fires or the completer is let go (let_go); returns at once when
     // nobody runs it or cq holds completions. The caller (Cq::wait) then looks at cq again.
-    void wait(Cq &cq, int channel_fd, const Task &completer);
+    // off: the caller's cancellation setting, back across the sleep (common/cancel.h).
+    void wait(Cq &cq, int channel_fd, const Task &completer, const CancelOff &off);
     // The completer was let go: wakes the threads in wait.
     void let_go() noexcept {
         // A read-modify-write, as wait's count is: of the two, the later one sees the other

@@ -287,7 +287,8 @@ void Progress::progress(Cq &cq, bool wait, int channel_fd) {
     // takes receive completions and a receive is posted: elsewhere the engine serves them.
     bool recvs = &cq == recv_cq_ && receives_.holds_recv();
     if (wait) {
-        drive(cq, channel_fd, recvs);
+        CancelOff off;  // but in the waits (sleep, DriveTurn), as the caller has it
+        drive(cq, channel_fd, recvs, off);
         return;
     }
     if (!conn_.established()) return;  // the handshake owns the streams until then
@@ -326,13 +327,13 @@ void Progress::progress(Cq &cq, bool wait, int channel_fd) {
     if (armed) cq.arm();
 }
 
-void Progress::drive(Cq &cq, int channel_fd, bool serve) {
+void Progress::drive(Cq &cq, int channel_fd, bool serve, const CancelOff &off) {
     QpStream &s = req();
     QpStream &r = resp();
     // This thread runs the completer across its poll; the engine's events meanwhile only arm
     // it (read_stream_if_free), and this thread reads again before it lets go. Owned already:
     // sleep on cq until this thread's turn (DriveTurn); the caller looks at cq and comes back.
-    if (!completer_task_.try_own()) return turn_.wait(cq, channel_fd, completer_task_);
+    if (!completer_task_.try_own()) return turn_.wait(cq, channel_fd, completer_task_, off);
     // Disarmed, the completions this thread pushes write no channel event; a thread asleep on
     // cq without the completer (DriveTurn) is woken when this one lets it go. Armed again only
     // for the sleep below.
@@ -370,8 +371,8 @@ void Progress::drive(Cq &cq, int channel_fd, bool serve) {
     if (!ok) {
         rl.unlock();
         run_completer(ByteStream::Reader::kWaiter);
-        // no longer the owner: armed for good, this thread reads nothing more
-        cq.arm();
+        cq.arm();  // no longer the owner: armed for good, this thread reads nothing more
+        CancelOn on(off);  // holding nothing
         if (cq.empty()) ::poll(p, 1, -1);
         return;
     }
@@ -387,7 +388,7 @@ void Progress::drive(Cq &cq, int channel_fd, bool serve) {
             bool s_in = s.io->wait(EPOLLIN).ready;  // both streams ask, whatever the first says
             bool r_in = serve && r.io->wait(EPOLLIN).ready;
             ready = s_in || r_in;
-            if (!ready) n = ::poll(p, serve ? 3 : 2, -1);
+            if (!ready) n = sleep(p, serve ? 3 : 2, off, r_own, rl);
         }
         cq.disarm();
     }
@@ -405,6 +406,26 @@ void Progress::drive(Cq &cq, int channel_fd, bool serve) {
     // this pass read what woke it: see progress
     if (ready || (n > 0 && p[1].revents) || r_in)
         drained_by_wait_.store(true, std::memory_order_relaxed);
+}
+
+int Progress::sleep(pollfd *p, nfds_t n, const CancelOff &off, bool r_own,
+                    std::unique_lock<RankedMutex> &rl) {
+    struct GiveBack {
+        Progress &pr;
+        bool r_own;
+        std::unique_lock<RankedMutex> &rl;
+        bool woke = false;
+        ~GiveBack() {
+            if (woke) return;  // else a cancellation's unwind: as drive's end, reading nothing
+            rl.unlock();
+            pr.run_completer(ByteStream::Reader::kWaiter);
+            if (r_own) pr.serve_requests(ByteStream::Reader::kWaiter, true, false);
+        }
+    } back{*this, r_own, rl};
+    CancelOn on(off);
+    int ready = ::poll(p, n, -1);
+    back.woke = true;
+    return ready;
 }
 
 void Progress::serve_requests(ByteStream::Reader who, bool owned, bool look) {

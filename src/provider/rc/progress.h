@@ -16,11 +16,15 @@
 // engine's try_lock (spin, rearm).
 #pragma once
 
+#include <poll.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 
+#include "common/cancel.h"
+#include "common/ranked_mutex.h"
 #include "provider/rc/byte_stream.h"
 #include "provider/rc/drive_turn.h"
 #include "provider/rc/frame_reader.h"
@@ -128,7 +132,11 @@ class Progress final : public Handler, public ProgressHook {
     void rearm(QpStream &s);
     // progress with wait: sleeps on the channel and the streams (serve: the request stream
     // too), reads what came
-    void drive(Cq &cq, int channel_fd, bool serve);
+    void drive(Cq &cq, int channel_fd, bool serve, const CancelOff &off);
+    // drive's sleep, the one point where a cancellation may come (common/cancel.h): then the
+    // answers' lock, the completer and a served responder go back as the unwind leaves.
+    int sleep(pollfd *p, nfds_t n, const CancelOff &off, bool r_own,
+              std::unique_lock<RankedMutex> &rl);
     // s.mu not held: the engine's registration of s follows its state again, and the engine
     // gets an event for what is there (a doorbell rings itself; a socket's registration is
     // modified, which makes epoll look at it again): for input (or the peer's end) a read left,

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/cancel.h"
 #include "common/log.h"
 #include "provider/tcp/connector.h"
 
@@ -103,7 +104,8 @@ bool IncomingConn::client_gone() const {
 std::unique_ptr<prov::IncomingRequest> Listener::next() {
     // As RDMA CM hands out no request whose client has gone: without another request ready the
     // call finds none (RPMA_E_NO_EVENT), where the reference fails (docs/testing.md).
-    auto in = requests_.pop();
+    auto in = requests_.pop();  // the wait, cancellable as the caller has it (common/cancel.h)
+    CancelOff off;
     while (in && in->client_gone()) {
         RPMA_LOG_INFO("a connection request whose client has gone is dropped");
         in = requests_.try_pop();

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/cancel.h"
 #include "common/log.h"
 
 namespace rpma::verbs {
@@ -65,6 +66,7 @@ int CompletionQueue::wait() {
         RPMA_LOG_ERROR("ibv_get_cq_event: %s", std::strerror(errno));
         return RPMA_E_PROVIDER;
     }
+    CancelOff off;  // the wait was cancellable (common/cancel.h); the re-arm must not be cut off
     ibv_ack_cq_events(cq, 1);
     if (int err = ibv_req_notify_cq(cq, 0)) {
         RPMA_LOG_ERROR("ibv_req_notify_cq: %s", std::strerror(err));

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/cancel.h"
 #include "common/log.h"
 #include "provider/verbs/connect_request.h"
 
@@ -70,6 +71,7 @@ std::unique_ptr<prov::IncomingRequest> Listener::next() {
             if (errno != EAGAIN) RPMA_LOG_ERROR("rdma_get_cm_event: %s", std::strerror(errno));
             return nullptr;
         }
+        CancelOff off;  // an event taken is handled whole; the wait above may be cancelled
         if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
             RPMA_LOG_WARNING("endpoint: unexpected %s event, skipped", rdma_event_str(ev->event));
             rdma_ack_cm_event(ev);

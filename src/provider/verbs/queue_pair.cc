@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/cancel.h"
 #include "common/log.h"
 #include "provider/verbs/completion_queue.h"
 #include "provider/verbs/domain.h"
@@ -284,6 +285,7 @@ int QueuePair::next_event(rpma_conn_event *out) {
             RPMA_LOG_ERROR("rdma_get_cm_event: %s", std::strerror(err));
             return RPMA_E_PROVIDER;
         }
+        CancelOff off;  // an event taken is handled whole; the wait above may be cancelled
         std::optional<rpma_conn_event> e = translate(*ev);
         // Acknowledged at once: rdma_destroy_id waits for every event it handed out.
         if (rdma_ack_cm_event(ev) != 0)
