@@ -183,6 +183,21 @@ static int check_window(struct soak_worker *w, const char *what) {
     return 0;
 }
 
+/*
+ * A flush of [ro, ro + len). RDMA carries a flush out as an 8-byte read at its offset, which must
+ * leave 8 bytes in the region (rpma_flush(3)): near the region's end the flush starts earlier and
+ * still covers the range, as a program written for a NIC does.
+ */
+static int flush_range(struct soak_worker *w, uint64_t ro, size_t len, enum rpma_flush_type ft,
+                       void *ctx) {
+    size_t size = 0;
+    int ret = rpma_mr_remote_get_size(w->rmr, &size);
+    if (ret) return ret;
+    uint64_t fo = ro + 8 <= size ? ro : size - 8;
+    return rpma_flush(w->conn, w->rmr, fo, len + (size_t)(ro - fo), ft, RPMA_F_COMPLETION_ALWAYS,
+                      ctx);
+}
+
 static int post(struct soak_worker *w, int s) {
     struct soak_slot *sl = &w->slots[s];
     void *ctx = (void *)(uintptr_t)s;
@@ -213,7 +228,7 @@ static int post(struct soak_worker *w, int s) {
                 w->conn, w->rmr, ro, w->lmr, lo, sl->len,
                 sl->kind == K_WRITE ? RPMA_F_COMPLETION_ALWAYS : RPMA_F_COMPLETION_ON_ERROR, ctx);
             if (ret || sl->kind == K_WRITE) return ret;
-            return rpma_flush(w->conn, w->rmr, ro, sl->len, ft, RPMA_F_COMPLETION_ALWAYS, ctx);
+            return flush_range(w, ro, sl->len, ft, ctx);
         case K_READ:
             memcpy(sl->exp, w->shadow + sl->off, sl->len);
             /* poison, so that a read that placed nothing shows */
@@ -221,7 +236,7 @@ static int post(struct soak_worker *w, int s) {
             return rpma_read(w->conn, w->lmr, lo, w->rmr, ro, sl->len, RPMA_F_COMPLETION_ALWAYS,
                              ctx);
         case K_FLUSH:
-            return rpma_flush(w->conn, w->rmr, ro, sl->len, ft, RPMA_F_COMPLETION_ALWAYS, ctx);
+            return flush_range(w, ro, sl->len, ft, ctx);
         case K_ATOMIC: {
             uint64_t v = rnd(&w->rng);
             memcpy(sl->buf, &v, 8);
