@@ -125,11 +125,14 @@ enum rpma_conn_event ex_next_event(struct rpma_conn *conn) {
     return ev;
 }
 
-void ex_expect_event(struct rpma_conn *conn, enum rpma_conn_event expected) {
-    enum rpma_conn_event ev = ex_next_event(conn);
+static void expect_event_was(enum rpma_conn_event ev, enum rpma_conn_event expected) {
     if (ev != expected)
         EX_FAIL("connection event %s, expected %s", rpma_utils_conn_event_2str(ev),
                 rpma_utils_conn_event_2str(expected));
+}
+
+void ex_expect_event(struct rpma_conn *conn, enum rpma_conn_event expected) {
+    expect_event_was(ex_next_event(conn), expected);
 }
 
 static struct rpma_conn *start(struct rpma_conn_req **req, const void *pdata, size_t pdata_len) {
@@ -140,9 +143,33 @@ static struct rpma_conn *start(struct rpma_conn_req **req, const void *pdata, si
     return conn;
 }
 
+/* accepted connections whose first event was CLOSED (ex_accept); ex_wait_closed takes it */
+#define EX_EARLY_CLOSED_MAX 8
+static struct rpma_conn *early_closed[EX_EARLY_CLOSED_MAX];
+
+/* puts `to` in the first slot that holds `from`; false if none does */
+static bool early_closed_swap(struct rpma_conn *from, struct rpma_conn *to) {
+    for (int i = 0; i < EX_EARLY_CLOSED_MAX; i++) {
+        if (early_closed[i] == from) {
+            early_closed[i] = to;
+            return true;
+        }
+    }
+    return false;
+}
+
 struct rpma_conn *ex_accept(struct rpma_conn_req **req, const void *pdata, size_t pdata_len) {
     struct rpma_conn *conn = start(req, pdata, pdata_len);
-    ex_expect_event(conn, RPMA_CONN_ESTABLISHED);
+    enum rpma_conn_event ev = ex_next_event(conn);
+    if (ev == RPMA_CONN_CLOSED) {
+        fprintf(stderr, "%s: note: the client disconnected before the connection was established\n",
+                g_prog);
+        if (!early_closed_swap(NULL, conn))
+            EX_FAIL("more than %d connections closed before they were established",
+                    EX_EARLY_CLOSED_MAX);
+        return conn;
+    }
+    expect_event_was(ev, RPMA_CONN_ESTABLISHED);
     return conn;
 }
 
@@ -167,7 +194,7 @@ void ex_disconnect(struct rpma_conn **conn) {
 }
 
 void ex_wait_closed(struct rpma_conn **conn) {
-    ex_expect_event(*conn, RPMA_CONN_CLOSED);
+    if (!early_closed_swap(*conn, NULL)) ex_expect_event(*conn, RPMA_CONN_CLOSED);
     EX_CHECK(rpma_conn_disconnect(*conn));
     EX_CHECK(rpma_conn_delete(conn));
 }

@@ -74,7 +74,10 @@ enum rpma_conn_event ex_next_event(struct rpma_conn *conn);
 /* the next connection event must be the given one */
 void ex_expect_event(struct rpma_conn *conn, enum rpma_conn_event expected);
 
-/* accepts an incoming request (pdata may be NULL) and waits until it is ESTABLISHED */
+/* accepts an incoming request (pdata may be NULL) and waits until it is ESTABLISHED. On an RDMA
+ * NIC the first event may be CLOSED instead, when the client disconnected at once: the kernel's
+ * connection manager may handle the client's disconnect before its ready-to-use message. That
+ * connection is returned too, and ex_wait_closed takes its CLOSED without waiting again. */
 struct rpma_conn *ex_accept(struct rpma_conn_req **req, const void *pdata, size_t pdata_len);
 
 /* connects to addr:port (pdata may be NULL) and waits until it is ESTABLISHED */
