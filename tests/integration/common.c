@@ -371,6 +371,18 @@ void it_cq_expect(struct rpma_cq *cq, enum ibv_wc_opcode opcode, const void *op_
                 (unsigned long long)wc.wr_id);
 }
 
+void it_cq_expect_status(struct rpma_cq *cq, uintptr_t wr_id, enum ibv_wc_status status,
+                         const char *what) {
+    struct ibv_wc wc;
+    it_cq_get(cq, &wc);
+    if (wc.wr_id != (uint64_t)wr_id)
+        IT_FAIL("%s: completion wr_id %llu, expected %llu", what, (unsigned long long)wc.wr_id,
+                (unsigned long long)wr_id);
+    if (wc.status != status)
+        IT_FAIL("%s: status %s (%d), expected %s", what, it_wc_status_str(wc.status),
+                (int)wc.status, it_wc_status_str(status));
+}
+
 void it_cq_expect_set(struct rpma_cq *cq, int n, const enum ibv_wc_opcode *opcodes,
                       const uintptr_t *ctxs, struct ibv_wc *out) {
     bool seen[64] = {false};

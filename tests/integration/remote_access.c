@@ -33,15 +33,6 @@ static const uint64_t seeds[REGIONS] = {0xa110, 0xa111, 0xa112};
 #define SEED_NEW 0xa113
 
 /* the next completion on cq must be wr_id's, failed with IBV_WC_REM_ACCESS_ERR */
-static void expect_access_error(struct rpma_cq *cq, uintptr_t wr_id, const char *what) {
-    struct ibv_wc wc;
-    it_cq_get(cq, &wc);
-    CHECK_EQ(wc.wr_id, wr_id);
-    if (wc.status != IBV_WC_REM_ACCESS_ERR)
-        IT_FAIL("%s: status %s (%d), expected IBV_WC_REM_ACCESS_ERR", what,
-                it_wc_status_str(wc.status), (int)wc.status);
-}
-
 static void server(const struct it_args *a) {
     struct rpma_peer *peer = it_peer_new(a->addr, true);
     char *mem[REGIONS];
@@ -73,7 +64,8 @@ static void server(const struct it_args *a) {
     CHECK_OK(rpma_recv(conn, rmr, 8, 8, (void *)(WR_RECV + 1)));
     struct rpma_cq *cq = NULL;
     CHECK_OK(rpma_conn_get_cq(conn, &cq));
-    expect_access_error(cq, WR_RECV, "the receive a refused write-with-immediate took");
+    it_cq_expect_status(cq, WR_RECV, IBV_WC_REM_ACCESS_ERR,
+                        "the receive a refused write-with-immediate took");
     it_disconnect_active(&conn);
     for (int i = 0; i < REGIONS; i++) {
         if (i == 2) continue;
@@ -135,7 +127,7 @@ static void client(const struct it_args *a) {
     CHECK_OK(rpma_mr_remote_from_descriptor(desc, sizeof(desc), &bad));
     CHECK_OK(rpma_write_with_imm(conn, bad, 0, mr, 0, LEN, RPMA_F_COMPLETION_ALWAYS, 0x1234,
                                  (void *)WR_IMM));
-    expect_access_error(cq, WR_IMM, "the tampered write-with-immediate");
+    it_cq_expect_status(cq, WR_IMM, IBV_WC_REM_ACCESS_ERR, "the tampered write-with-immediate");
     CHECK_OK(rpma_mr_remote_delete(&bad));
     /* the server ends this one once it has seen its receive fail */
     it_disconnect_passive(&conn, true);

@@ -86,3 +86,27 @@ void mt_answer_server(const struct it_args *a, int messages, size_t len,
     CHECK_OK(rpma_peer_delete(&peer));
     free(buf);
 }
+
+void mt_rcq_client_open(const struct it_args *a, size_t len, int slots, struct mt_rcq_client *c) {
+    c->peer = it_peer_new(a->addr, false);
+    c->buf = it_alloc(2 * len);
+    c->mr = NULL;
+    CHECK_OK(
+        rpma_mr_reg(c->peer, c->buf, 2 * len, RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV, &c->mr));
+    c->cfg = NULL;
+    CHECK_OK(rpma_conn_cfg_new(&c->cfg));
+    CHECK_OK(rpma_conn_cfg_set_rcq_size(c->cfg, (uint32_t)slots));
+    CHECK_OK(rpma_conn_cfg_set_rq_size(c->cfg, (uint32_t)slots));
+    c->conn = it_connect(c->peer, a->addr, a->port, c->cfg, NULL, 0);
+    c->cq = c->rcq = NULL;
+    CHECK_OK(rpma_conn_get_cq(c->conn, &c->cq));
+    CHECK_OK(rpma_conn_get_rcq(c->conn, &c->rcq));
+}
+
+void mt_rcq_client_close(struct mt_rcq_client *c) {
+    it_disconnect_active(&c->conn);
+    CHECK_OK(rpma_conn_cfg_delete(&c->cfg));
+    CHECK_OK(rpma_mr_dereg(&c->mr));
+    CHECK_OK(rpma_peer_delete(&c->peer));
+    free(c->buf);
+}

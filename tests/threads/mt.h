@@ -57,6 +57,20 @@ struct rpma_conn_req *mt_next_req(struct rpma_ep *ep, int ep_fd, struct rpma_con
 void mt_answer_server(const struct it_args *a, int messages, size_t len,
                       void (*after_accept)(struct rpma_ep *ep));
 
+/* the client of mt_answer_server: a region of two len-byte slots (send, then receive) and a
+ * connection whose receives complete on their own CQ of slots entries (and as many receives) */
+struct mt_rcq_client {
+    struct rpma_peer *peer;
+    char *buf;
+    struct rpma_mr_local *mr;
+    struct rpma_conn_cfg *cfg;
+    struct rpma_conn *conn;
+    struct rpma_cq *cq, *rcq;
+};
+void mt_rcq_client_open(const struct it_args *a, size_t len, int slots, struct mt_rcq_client *c);
+/* disconnects (this side ends it) and frees everything */
+void mt_rcq_client_close(struct mt_rcq_client *c);
+
 /* an optional numeric argument k of the scenario, or def */
 long mt_arg(const struct it_args *a, int k, long def);
 

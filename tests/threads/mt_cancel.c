@@ -65,13 +65,6 @@ static void cancel_blocked(struct blocked *b, int n) {
     }
 }
 
-static struct rpma_conn_cfg *rcq_cfg(void) {
-    struct rpma_conn_cfg *cfg = NULL;
-    CHECK_OK(rpma_conn_cfg_new(&cfg));
-    CHECK_OK(rpma_conn_cfg_set_rcq_size(cfg, 4));
-    return cfg;
-}
-
 /* the server's own cancelled waiter, once its connection is up */
 static void cancel_next_req(struct rpma_ep *ep) {
     struct blocked b = {.kind = WAIT_REQ, .ep = ep};
@@ -85,15 +78,10 @@ static void server(const struct it_args *a) {
 
 static void client(const struct it_args *a) {
     int rounds = (int)mt_arg(a, 0, 5);
-    struct rpma_peer *peer = it_peer_new(a->addr, false);
-    char *buf = it_alloc(2 * MSG);
-    struct rpma_mr_local *mr = NULL;
-    CHECK_OK(rpma_mr_reg(peer, buf, 2 * MSG, RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV, &mr));
-    struct rpma_conn_cfg *cfg = rcq_cfg();
-    struct rpma_conn *conn = it_connect(peer, a->addr, a->port, cfg, NULL, 0);
-    struct rpma_cq *cq = NULL, *rcq = NULL;
-    CHECK_OK(rpma_conn_get_cq(conn, &cq));
-    CHECK_OK(rpma_conn_get_rcq(conn, &rcq));
+    struct mt_rcq_client c;
+    mt_rcq_client_open(a, MSG, 4, &c);
+    struct rpma_conn *conn = c.conn;
+    struct rpma_cq *cq = c.cq, *rcq = c.rcq;
     int cancelled = 0;
     for (int r = 0; r < rounds; r++) {
         for (int step = 0; step < 4; step++) {
@@ -104,18 +92,14 @@ static void client(const struct it_args *a) {
             cancel_blocked(b, n);
             cancelled += n;
             /* the connection works on: a message and its answer */
-            CHECK_OK(rpma_recv(conn, mr, MSG, MSG, (void *)WR_RECV));
-            CHECK_OK(rpma_send(conn, mr, 0, MSG, RPMA_F_COMPLETION_ALWAYS, (void *)WR_SEND));
+            CHECK_OK(rpma_recv(conn, c.mr, MSG, MSG, (void *)WR_RECV));
+            CHECK_OK(rpma_send(conn, c.mr, 0, MSG, RPMA_F_COMPLETION_ALWAYS, (void *)WR_SEND));
             it_cq_expect(cq, IBV_WC_SEND, (void *)WR_SEND);
             it_cq_expect(rcq, IBV_WC_RECV, (void *)WR_RECV);
         }
     }
     printf("client: %d waiters cancelled, the connection answered after each\n", cancelled);
-    it_disconnect_active(&conn);
-    CHECK_OK(rpma_conn_cfg_delete(&cfg));
-    CHECK_OK(rpma_mr_dereg(&mr));
-    CHECK_OK(rpma_peer_delete(&peer));
-    free(buf);
+    mt_rcq_client_close(&c);
 }
 
 int main(int argc, char *argv[]) {

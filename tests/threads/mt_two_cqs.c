@@ -49,35 +49,21 @@ static void *wait_loop(void *arg) {
     }
 }
 
-static struct rpma_conn_cfg *rcq_cfg(void) {
-    struct rpma_conn_cfg *cfg = NULL;
-    CHECK_OK(rpma_conn_cfg_new(&cfg));
-    CHECK_OK(rpma_conn_cfg_set_rcq_size(cfg, SLOTS));
-    CHECK_OK(rpma_conn_cfg_set_rq_size(cfg, SLOTS));
-    return cfg;
-}
-
 static void server(const struct it_args *a) {
     mt_answer_server(a, (int)mt_arg(a, 0, 100), MSG, NULL);
 }
 
 static void client(const struct it_args *a) {
     int rounds = (int)mt_arg(a, 0, 100);
-    struct rpma_peer *peer = it_peer_new(a->addr, false);
-    char *buf = it_alloc(2 * MSG);
-    struct rpma_mr_local *mr = NULL;
-    CHECK_OK(rpma_mr_reg(peer, buf, 2 * MSG, RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV, &mr));
-    struct rpma_conn_cfg *cfg = rcq_cfg();
-    struct rpma_conn *conn = it_connect(peer, a->addr, a->port, cfg, NULL, 0);
-    struct waiter w[2] = {{.op = IBV_WC_SEND}, {.op = IBV_WC_RECV}};
-    CHECK_OK(rpma_conn_get_cq(conn, &w[0].cq));
-    CHECK_OK(rpma_conn_get_rcq(conn, &w[1].cq));
+    struct mt_rcq_client c;
+    mt_rcq_client_open(a, MSG, SLOTS, &c);
+    struct waiter w[2] = {{.op = IBV_WC_SEND, .cq = c.cq}, {.op = IBV_WC_RECV, .cq = c.rcq}};
     pthread_t th[2];
     mt_start(th, 2, wait_loop, w, sizeof(w[0]));
 
     for (int r = 0; r < rounds; r++) {
-        CHECK_OK(rpma_recv(conn, mr, MSG, MSG, (void *)WR_RECV));
-        CHECK_OK(rpma_send(conn, mr, 0, MSG, RPMA_F_COMPLETION_ALWAYS, (void *)WR_SEND));
+        CHECK_OK(rpma_recv(c.conn, c.mr, MSG, MSG, (void *)WR_RECV));
+        CHECK_OK(rpma_send(c.conn, c.mr, 0, MSG, RPMA_F_COMPLETION_ALWAYS, (void *)WR_SEND));
         long long until = it_now_ms() + IT_WAIT_MS;
         while ((atomic_load(&w[0].count) <= r || atomic_load(&w[1].count) <= r) &&
                it_now_ms() < until)

@@ -54,6 +54,7 @@ struct soak_worker {
     int *free_slots;
     int nfree;
     uint64_t base, win;
+    size_t rsize; /* the server region's size */
     uint64_t rng;
     bool persistent_ok;
     /* counters the status line reads */
@@ -190,10 +191,7 @@ static int check_window(struct soak_worker *w, const char *what) {
  */
 static int flush_range(struct soak_worker *w, uint64_t ro, size_t len, enum rpma_flush_type ft,
                        void *ctx) {
-    size_t size = 0;
-    int ret = rpma_mr_remote_get_size(w->rmr, &size);
-    if (ret) return ret;
-    uint64_t fo = ro + 8 <= size ? ro : size - 8;
+    uint64_t fo = ro + 8 <= w->rsize ? ro : w->rsize - 8;
     return rpma_flush(w->conn, w->rmr, fo, len + (size_t)(ro - fo), ft, RPMA_F_COMPLETION_ALWAYS,
                       ctx);
 }
@@ -367,13 +365,12 @@ static int setup(struct soak_worker *w, struct rpma_peer *peer, const struct rpm
         return soak_err(w, "rpma_mr_remote_get_flush_type", ret);
     w->persistent_ok = (ft & RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT) != 0;
 
-    size_t rsize = 0;
-    if ((ret = rpma_mr_remote_get_size(w->rmr, &rsize)))
+    if ((ret = rpma_mr_remote_get_size(w->rmr, &w->rsize)))
         return soak_err(w, "rpma_mr_remote_get_size", ret);
-    uint64_t per = ((uint64_t)rsize / (uint64_t)o->conns) & ~(uint64_t)63;
+    uint64_t per = ((uint64_t)w->rsize / (uint64_t)o->conns) & ~(uint64_t)63;
     w->win = per < o->window ? per : o->window;
     if (w->win < 64) {
-        fprintf(stderr, "rpma-perf soak: the server region (%zu bytes) is too small\n", rsize);
+        fprintf(stderr, "rpma-perf soak: the server region (%zu bytes) is too small\n", w->rsize);
         return -1;
     }
     w->base = (uint64_t)w->idx * per;
