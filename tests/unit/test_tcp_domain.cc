@@ -260,9 +260,9 @@ TEST_F(TcpDomainTest, RequestRejectedWhenDroppedUnaccepted) {
 }
 
 // The end of a socket's stream has reached it (bounded wait).
-bool Ended(int fd) {
+bool Ended(int fd, int timeout_ms = kWaitMs) {
     pollfd p{fd, POLLRDHUP, 0};
-    return ::poll(&p, 1, kWaitMs) == 1 && (p.revents & POLLRDHUP);
+    return ::poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLRDHUP);
 }
 
 TEST(TcpIncomingConn, TheClientIsGoneOnceEitherStreamEnds) {
@@ -292,6 +292,23 @@ TEST_F(TcpDomainTest, AcceptingARequestWhoseClientHasGoneFails) {
     EXPECT_EQ(s.qp->accept(std::move(req), "x", 1), RPMA_E_PROVIDER);
     EXPECT_FALSE(Readable(s.events.fd(), 0)) << "an event for a connection never made";
     s.qp->close();
+}
+
+// A client that gives up during set-up, offering shared memory: a server that accepted already
+// watches only the offer's control socket (its streams left tcp), so that socket must end then,
+// not when the client deletes its connection.
+TEST_F(TcpDomainTest, AClientThatGivesUpDuringSetUpEndsItsOffer) {
+    ProviderEnv shm("shm");
+    Side c;
+    std::unique_ptr<prov::IncomingRequest> req;
+    ASSERT_NO_FATAL_FAILURE(Request("25716", c, &req));
+    auto &link = static_cast<tcp::Incoming *>(req.get())->conn.upgrade;
+    ASSERT_NE(link, nullptr) << "the client offered no shared memory";
+    ASSERT_FALSE(Ended(link->ctl_fd(), 0));
+    ASSERT_EQ(c.qp->disconnect(), 0);
+    EXPECT_EQ(NextEvent(c), RPMA_CONN_LOST);
+    EXPECT_TRUE(Ended(link->ctl_fd())) << "the offer's control socket still open";
+    c.qp->close();
 }
 
 // A raw client's stream to port: its Hello (main or join, one token) sent.

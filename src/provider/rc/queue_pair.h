@@ -143,7 +143,7 @@ class QueuePair : public prov::QueuePair,
     // connection management; Progress::Host's: setup_events (the transport's: events on a
     // stream while the connection is being set up, kConnecting and kAwaitReply, on the engine
     // thread), linger_events, lost, maybe_closed
-    void fail_connect(rpma_conn_event ev);
+    virtual void fail_connect(rpma_conn_event ev);
     void lost(const char *why, bool peer_end = false) override;
     void linger_events(Stream &s, uint32_t events) override;
     void maybe_closed() override;

@@ -194,6 +194,10 @@ bool Connector::make_offer(int main_fd, Hello &h) {
     return true;
 }
 
+void Connector::end_offer() noexcept {
+    if (link_) ::shutdown(link_->ctl_fd(), SHUT_RDWR);  // not closed: the link owns the fd
+}
+
 bool Connector::settle_offer() {
     if (!link_ || (reply_.flags & kReplyShm)) return true;
     link_.reset();

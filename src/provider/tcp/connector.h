@@ -62,6 +62,10 @@ class Connector {
     // Reply could not be sent.
     bool send_accept(Fd *main, uint32_t qp_num, const void *pdata, uint8_t pdata_len);
 
+    // Client, its set-up failed: a server that took our offer and accepted already watches only
+    // the link's control socket (tcp: the streams), so it must see that socket end now.
+    void end_offer() noexcept;
+
     // What the connection runs (or, client, may run) on instead of tcp; nullptr: tcp.
     UpgradeLink *link() const noexcept { return link_.get(); }
 

@@ -167,6 +167,11 @@ bool QueuePair::move_to_upgrade() {
     return key != 0;
 }
 
+void QueuePair::fail_connect(rpma_conn_event ev) {
+    rc::QueuePair::fail_connect(ev);
+    connector_.end_offer();
+}
+
 void QueuePair::on_events(int fd, uint32_t) {
     UpgradeLink *link = connector_.link();
     if (!link || fd != link->ctl_fd()) return;

@@ -48,6 +48,7 @@ class QueuePair final : public rc::QueuePair {
     void handshake_in();
     // Both streams leave tcp for the connector's link; its control socket joins the engine.
     bool move_to_upgrade();
+    void fail_connect(rpma_conn_event ev) override;    // and ends the offer off tcp
     void on_events(int fd, uint32_t events) override;  // the control socket
     void stream_removed() override;
     std::shared_ptr<QueuePair> self() {
