@@ -240,14 +240,15 @@ the 8-byte read that carries a flush out: the 8 bytes at {dst_offset} must lie i
 region, whatever {len}, or the flush completes with **IBV_WC_REM_ACCESS_ERR**. So a flush at the
 region's last byte fails, and one that runs past the region's end from a valid offset does not;
 a **RPMA_FLUSH_TYPE_PERSISTENT** flush makes durable the part of the range inside the region.
+A flush moves no data, so no {len} is too long: one of **SIZE_MAX** bytes covers the rest of the
+region.
 
 The completion has opcode **IBV_WC_RDMA_READ** and {byte_len} 8, whatever {len}, as on RDMA
 hardware, where librpma carries a flush out as an 8-byte read.
 
-""" + FLAGS + "\n\n" + CONTEXT + "\n\n" + ERROR_STATE + "\n\n" + MAX_LEN,
-     errors=[("RPMA_E_INVAL", "{conn} or {dst} is NULL, {flags} is 0, {type} is neither "
-              "**RPMA_FLUSH_TYPE_PERSISTENT** nor **RPMA_FLUSH_TYPE_VISIBILITY**, or {len} is "
-              "over 1 GiB."),
+""" + FLAGS + "\n\n" + CONTEXT + "\n\n" + ERROR_STATE,
+     errors=[("RPMA_E_INVAL", "{conn} or {dst} is NULL, {flags} is 0, or {type} is neither "
+              "**RPMA_FLUSH_TYPE_PERSISTENT** nor **RPMA_FLUSH_TYPE_VISIBILITY**."),
              ("RPMA_E_NOSUPP", "{type} is **RPMA_FLUSH_TYPE_PERSISTENT** and no remote peer "
               "configuration with {direct_write_to_pmem} was applied to the connection, or the "
               "remote region was not registered for this flush type."),
@@ -683,10 +684,11 @@ request is left to the parent, neither accepted nor rejected, and {*req_ptr} is 
 NULL.""",
      ret=RET_0,
      errors=[("RPMA_E_INVAL", "{req_ptr}, {*req_ptr} or {conn_ptr} is NULL; {pdata} is given "
-              "with a NULL {ptr} or a {len} of 0; or {pdata} is longer than 56 bytes (connect) or "
-              "196 bytes (accept)."),
-             ("RPMA_E_PROVIDER", "A socket cannot be made or handed to the progress thread; the "
-              "client of an incoming request has given up on it; or the caller is " + FORK + "."),
+              "with a NULL {ptr} or a {len} of 0."),
+             ("RPMA_E_PROVIDER", "{pdata} is longer than 56 bytes (connect) or 196 bytes "
+              "(accept), which RDMA refuses to send (an incoming request is then rejected); a "
+              "socket cannot be made or handed to the progress thread; the client of an incoming "
+              "request has given up on it; or the caller is " + FORK + "."),
              NOMEM, UNKNOWN],
      see=["rpma_conn_req_new", "rpma_ep_next_conn_req", "rpma_conn_next_event",
           "rpma_conn_get_private_data", "rpma_conn_delete"],

@@ -212,17 +212,13 @@ int Conn::flush(const MrRemote *dst, size_t dst_off, size_t len, rpma_flush_type
         RPMA_LOG_ERROR("the remote region was not registered for this flush type");
         return RPMA_E_NOSUPP;
     }
-    // A flush moves no data, so the device's message limit does not bound it (upstream checks
-    // none); the range still has to fit the request.
-    if (len > UINT32_MAX) {
-        RPMA_LOG_ERROR("a flush covers at most %u bytes, not %zu", UINT32_MAX, len);
-        return RPMA_E_INVAL;
-    }
+    // A flush moves no data, so no length is refused (upstream checks none): one longer than
+    // the request's field asks for the rest of the region (prov::kFlushToEnd).
     prov::SendWr wr;
     wr.op = prov::WrOp::kFlush;
     wr.wr_id = wr_id;
     wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
-    wr.len = static_cast<uint32_t>(len);
+    wr.len = len < prov::kFlushToEnd ? static_cast<uint32_t>(len) : prov::kFlushToEnd;
     wr.raddr = dst->addr() + dst_off;
     wr.rkey = dst->rkey();
     wr.persistent = type == RPMA_FLUSH_TYPE_PERSISTENT;

@@ -39,8 +39,9 @@ int ConnReq::connect(const rpma_conn_private_data *pdata, Conn **out) {
     const prov::Caps &caps = r_->peer->caps();
     size_t max = incoming_ ? caps.accept_pdata_max : caps.connect_pdata_max;
     if (len > max) {
+        // PROVIDER, as rdma_connect and rdma_accept refuse it (upstream checks nothing itself)
         RPMA_LOG_ERROR("private data of %u bytes; at most %zu fit", len, max);
-        return RPMA_E_INVAL;
+        return RPMA_E_PROVIDER;
     }
     int ret;
     if (incoming_) {

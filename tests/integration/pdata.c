@@ -11,6 +11,10 @@
  * Modes (the argument after PORT):
  *   none   neither side passes private data
  *   short  the client sends 5 bytes, the server 7
+ *   over   each side first passes one byte more than fits (57, 197): rpma_conn_req_connect fails
+ *          with RPMA_E_PROVIDER, as rdma_connect and rdma_accept refuse it, and frees the request
+ *          (the client's never reaches the server; the server's ends the client's connection as
+ *          REJECTED); then both pass as much as fits (56, 196)
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -19,6 +23,8 @@
 
 #define CLIENT_LEN 5
 #define SERVER_LEN 7
+#define CLIENT_MAX IT_PDATA_CONNECT
+#define SERVER_MAX IT_PDATA_ACCEPT
 #define SEED_CLIENT 0xda7a
 #define SEED_SERVER 0x5e7d
 
@@ -34,19 +40,36 @@ static void check_pdata(const struct rpma_conn_private_data *pd, size_t size, si
         if (p[i] != 0) IT_FAIL("private data byte %zu is %u, expected 0", i, p[i]);
 }
 
+/* rpma_conn_req_connect with len bytes of pdata, one more than fit: refused, *req freed */
+static void connect_too_long(struct rpma_conn_req **req, void *pdata, size_t len) {
+    struct rpma_conn_private_data pd = {.ptr = pdata, .len = (uint8_t)len};
+    struct rpma_conn *conn = NULL;
+    int ret = rpma_conn_req_connect(req, &pd, &conn);
+    if (ret != RPMA_E_PROVIDER)
+        IT_FAIL(
+            "rpma_conn_req_connect with %zu bytes of private data returned %d (%s), "
+            "expected RPMA_E_PROVIDER",
+            len, ret, rpma_err_2str(ret));
+    CHECK(*req == NULL && conn == NULL);
+}
+
 static void server(const struct it_args *a, size_t client_len, size_t server_len) {
     struct rpma_peer *peer = it_peer_new(a->addr, true);
     struct rpma_ep *ep = NULL;
     CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
     it_ready();
 
+    char spd[SERVER_MAX + 1];
+    it_fill(spd, sizeof(spd), SEED_SERVER);
     struct rpma_conn_req *req = it_next_req(ep, NULL);
+    if (server_len == SERVER_MAX) {
+        connect_too_long(&req, spd, SERVER_MAX + 1);
+        req = it_next_req(ep, NULL);
+    }
     struct rpma_conn_private_data pd = {0};
     CHECK_OK(rpma_conn_req_get_private_data(req, &pd));
     check_pdata(&pd, IT_PDATA_CONNECT, client_len, SEED_CLIENT);
 
-    char spd[SERVER_LEN];
-    it_fill(spd, sizeof(spd), SEED_SERVER);
     struct rpma_conn *conn = it_accept(&req, server_len ? spd : NULL, server_len);
     memset(&pd, 0, sizeof(pd));
     CHECK_OK(rpma_conn_get_private_data(conn, &pd));
@@ -59,11 +82,20 @@ static void server(const struct it_args *a, size_t client_len, size_t server_len
 
 static void client(const struct it_args *a, size_t client_len, size_t server_len) {
     struct rpma_peer *peer = it_peer_new(a->addr, false);
-    char cpd[CLIENT_LEN];
+    char cpd[CLIENT_MAX + 1];
     it_fill(cpd, sizeof(cpd), SEED_CLIENT);
     struct rpma_conn_private_data pd = {.ptr = cpd, .len = (uint8_t)client_len};
     struct rpma_conn_req *req = NULL;
     struct rpma_conn *conn = NULL;
+    if (client_len == CLIENT_MAX) {
+        CHECK_OK(rpma_conn_req_new(peer, a->addr, a->port, NULL, &req));
+        connect_too_long(&req, cpd, CLIENT_MAX + 1);
+        /* this one the server refuses to accept */
+        CHECK_OK(rpma_conn_req_new(peer, a->addr, a->port, NULL, &req));
+        CHECK_OK(rpma_conn_req_connect(&req, &pd, &conn));
+        it_expect_event(conn, RPMA_CONN_REJECTED);
+        CHECK_OK(rpma_conn_delete(&conn));
+    }
     CHECK_OK(rpma_conn_req_new(peer, a->addr, a->port, NULL, &req));
     CHECK_OK(rpma_conn_req_connect(&req, client_len ? &pd : NULL, &conn));
 
@@ -93,6 +125,8 @@ int main(int argc, char *argv[]) {
         client_len = server_len = 0;
     else if (strcmp(a.argv[0], "short") == 0)
         client_len = CLIENT_LEN, server_len = SERVER_LEN;
+    else if (strcmp(a.argv[0], "over") == 0)
+        client_len = CLIENT_MAX, server_len = SERVER_MAX;
     else
         IT_FAIL("unknown mode %s", a.argv[0]);
     if (a.server)

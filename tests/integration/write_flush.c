@@ -2,7 +2,8 @@
 /*
  * write_flush.c -- rpma_write followed by rpma_flush (VISIBILITY and PERSISTENT), data read back
  * by the client and checked again by the server; PERSISTENT is refused (RPMA_E_NOSUPP) before
- * the server's peer cfg is applied and on a region without the PERSISTENT flush usage.
+ * the server's peer cfg is applied and on a region without the PERSISTENT flush usage; a flush of
+ * any length (2 GiB, SIZE_MAX) is taken.
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -129,6 +130,19 @@ static void client(const struct it_args *a) {
                         RPMA_F_COMPLETION_ALWAYS, (void *)0x22));
     it_cq_expect(cq, IBV_WC_RDMA_WRITE, (void *)0x21);
     it_cq_expect(cq, IBV_WC_RDMA_READ, (void *)0x22);
+    read_back(conn, cq, dst_mr, dst, ra, CHUNK, src + CHUNK, CHUNK);
+
+    /* a flush moves no data: no length is too long (2 GiB, SIZE_MAX), the rest of the region is
+     * covered, and the connection goes on */
+    CHECK_OK(rpma_flush(conn, ra, CHUNK, (size_t)2 << 30, RPMA_FLUSH_TYPE_PERSISTENT,
+                        RPMA_F_COMPLETION_ALWAYS, (void *)0x23));
+    CHECK_OK(rpma_flush(conn, ra, 0, SIZE_MAX, RPMA_FLUSH_TYPE_PERSISTENT, RPMA_F_COMPLETION_ALWAYS,
+                        (void *)0x24));
+    CHECK_OK(rpma_flush(conn, ra, 0, SIZE_MAX, RPMA_FLUSH_TYPE_VISIBILITY, RPMA_F_COMPLETION_ALWAYS,
+                        (void *)0x25));
+    it_cq_expect(cq, IBV_WC_RDMA_READ, (void *)0x23);
+    it_cq_expect(cq, IBV_WC_RDMA_READ, (void *)0x24);
+    it_cq_expect(cq, IBV_WC_RDMA_READ, (void *)0x25);
     read_back(conn, cq, dst_mr, dst, ra, CHUNK, src + CHUNK, CHUNK);
 
     /* region B lacks the PERSISTENT flush usage; VISIBILITY works */

@@ -286,6 +286,30 @@ TEST_F(RcResponderTest, APersistentFlushPastTheRegionSyncsTheRegionsPagesOnly) {
     EXPECT_EQ(responder_.executed(), 1u);
 }
 
+// rpma_flush takes a size_t: a longer flush than the frame's field (kFlushToEnd) covers the rest
+// of the region, which may be larger than that field too.
+TEST_F(RcResponderTest, AFlushToTheEndCoversARegionOverFourGiB) {
+    constexpr uint64_t kBig = (uint64_t{8} << 30) + 4096;
+    void *p = mmap(nullptr, kBig, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    auto base = reinterpret_cast<uintptr_t>(p);
+    auto r = mrs_.add(static_cast<char *>(p), kBig, kAllUsage);
+    PersistStats before = persist_stats();
+    request(Op::kFlush, prov::kFlushToEnd - 1, base + 4096, r->rkey(),
+            kFlushPersistent | kAckRequested);
+    request(Op::kFlush, prov::kFlushToEnd, base + 4096, r->rkey(),
+            kFlushPersistent | kAckRequested);
+    EXPECT_EQ(read(), Step::kBlock);
+    EXPECT_EQ(responder_.executed(), 2u);
+    PersistStats after = persist_stats();
+    EXPECT_EQ(after.last_begin, base + 4096);
+    EXPECT_EQ(after.last_end, base + kBig);
+    // the first, page-rounded: 4 GiB; the second: the rest of the region
+    EXPECT_EQ(after.bytes - before.bytes, (uint64_t{4} << 30) + kBig - 4096);
+    munmap(p, kBig);
+}
+
 TEST_F(RcResponderTest, AFlushThatCannotPersistIsAnOperationError) {
     // a registered range no longer mapped: msync fails
     char *gone = static_cast<char *>(

@@ -84,7 +84,8 @@ Step Responder::header(const FrameHeader &h, std::atomic<bool> &disc) {
             RPMA_LOG_ERROR("unexpected opcode %u on the request stream", h.op);
             return fatal(c, "protocol error: unexpected opcode");
         case State::kCheckLength:
-            if (h.length <= kMaxOpLength) return State::kApplyAck;
+            // a flush's length is the range it covers, not bytes that move (rpma_flush(3))
+            if (h.length <= kMaxOpLength || c.op == Op::kFlush) return State::kApplyAck;
             RPMA_LOG_ERROR("request of %u bytes exceeds the limit", h.length);
             return fatal(c, "protocol error: oversized request");
         case State::kApplyAck:
@@ -239,10 +240,12 @@ Responder::State Responder::execute_flush(Ctx &c) {
     const FrameHeader &h = c.h;
     if ((h.flags & kFlushPersistent) && h.length) {
         RegionUse use(c.region.get());
-        // the range asked for, as far as it lies in the region (access_ok checked its start)
+        // the range asked for, as far as it lies in the region (access_ok checked its start);
+        // kFlushToEnd: a longer flush, to the region's end
         const Region &r = *c.region;
         uint64_t end = reinterpret_cast<uintptr_t>(r.addr()) + r.size();
-        uint64_t len = std::min<uint64_t>(h.length, end - h.addr);
+        uint64_t len = h.length == prov::kFlushToEnd ? end - h.addr
+                                                     : std::min<uint64_t>(h.length, end - h.addr);
         if (!use.ok() || persist_range(reinterpret_cast<char *>(h.addr), len) != 0)
             return State::kErrOperation;
     }
