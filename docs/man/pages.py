@@ -72,9 +72,11 @@ always, whether it succeeds or fails;
 = **RPMA_F_COMPLETION_ON_ERROR**
 only if it fails.
 
-A {flags} of 0 is refused. An operation without a completion keeps its send-queue slot until a
-later operation with a completion completes, as on verbs, so a program that asks for no
-completions at all soon finds the send queue full."""
+A {flags} of 0 is refused. As in upstream librpma, a success completes when the bit that
+**RPMA_F_COMPLETION_ALWAYS** adds to **RPMA_F_COMPLETION_ON_ERROR** is set, and a failure always
+completes; other bits are ignored. An operation without a completion keeps its send-queue slot
+until a later operation with a completion completes, as on hardware NICs (soft-RoCE frees it at
+once), so a program that asks for no completions at all soon finds the send queue full."""
 
 CONTEXT = """{op_context} is not dereferenced; it comes back as the {wr_id} of the completion
 (**struct ibv_wc**, see [[rpma_cq_get_wc]])."""
@@ -98,7 +100,9 @@ operation writes into (a read's destination) must have a usage that allows local
 any usage. If not, the call still returns 0, the operation completes with
 **IBV_WC_LOC_PROT_ERR** without touching memory, and the queue pair enters the error state."""
 
-MAX_LEN = "An operation moves at most 1 GiB; a larger {len} is refused."
+MAX_LEN = """An operation moves at most 1 GiB over tcp and shm, and at most the port's
+{max_msg_sz} over the verbs provider (**ibv_query_port**(3); 8 MiB on soft-RoCE); a larger {len}
+is refused."""
 
 
 # ---- configuration getters and setters ----
@@ -144,7 +148,7 @@ its turn among the connection's operations.
      + ERROR_STATE + "\n\n" + MAX_LEN,
      errors=[("RPMA_E_INVAL", "{conn} is NULL; {flags} is 0; only one of {dst} and {src} is "
               "NULL, or both are and an offset or {len} is not 0; the range does not fit in "
-              "{dst}; or {len} is over 1 GiB."), POST_PROVIDER, NOMEM, UNKNOWN],
+              "{dst}; or {len} is over the limit below."), POST_PROVIDER, NOMEM, UNKNOWN],
      see=["rpma_write", "rpma_mr_reg", "rpma_mr_remote_from_descriptor", "rpma_cq_get_wc",
           "rpma_conn_req_connect"])
 
@@ -169,7 +173,7 @@ page("rpma_write", "write from a local memory region to a remote one",
      + LOCAL_CHECK + "\n\n" + ERROR_STATE + "\n\n" + MAX_LEN,
      errors=[("RPMA_E_INVAL", "{conn} is NULL; {flags} is 0; only one of {dst} and {src} is "
               "NULL, or both are and an offset or {len} is not 0; the range does not fit in "
-              "{src}; or {len} is over 1 GiB."), POST_PROVIDER, NOMEM, UNKNOWN],
+              "{src}; or {len} is over the limit below."), POST_PROVIDER, NOMEM, UNKNOWN],
      see=["rpma_write_with_imm", "rpma_atomic_write", "rpma_flush", "rpma_read", "rpma_mr_reg",
           "rpma_mr_remote_from_descriptor", "rpma_cq_get_wc"])
 
@@ -192,7 +196,7 @@ that receive with the same error, **IBV_WC_REM_ACCESS_ERR**, as rxe does.
      + LOCAL_CHECK + "\n\n" + ERROR_STATE + "\n\n" + MAX_LEN,
      errors=[("RPMA_E_INVAL", "{conn} is NULL; {flags} is 0; only one of {dst} and {src} is "
               "NULL, or both are and an offset or {len} is not 0; the range does not fit in "
-              "{src}; or {len} is over 1 GiB."), POST_PROVIDER, NOMEM, UNKNOWN],
+              "{src}; or {len} is over the limit below."), POST_PROVIDER, NOMEM, UNKNOWN],
      see=["rpma_write", "rpma_send_with_imm", "rpma_recv", "rpma_cq_get_wc"])
 
 page("rpma_atomic_write", "write 8 bytes to a remote memory region atomically",
@@ -276,7 +280,7 @@ change them before it completes. A message of 0 bytes names no region: {src} is 
 """ + FLAGS + "\n\n" + CONTEXT + "\n\n" + LOCAL_CHECK + "\n\n" + ERROR_STATE + "\n\n" + MAX_LEN
 
 SEND_INVAL = ("RPMA_E_INVAL", "{conn} is NULL, {flags} is 0, {src} is NULL while {offset} or "
-              "{len} is not 0, the range does not fit in {src}, or {len} is over 1 GiB.")
+              "{len} is not 0, the range does not fit in {src}, or {len} is over the limit below.")
 
 page("rpma_send", "send a message to the remote side",
      """**rpma_send**() posts a message of {len} bytes, taken from offset {offset} of the local
@@ -308,7 +312,9 @@ Each receive takes one incoming message ([[rpma_send]], [[rpma_send_with_imm]]) 
 [[rpma_write_with_imm]]. Its completion has opcode **IBV_WC_RECV** (or
 **IBV_WC_RECV_RDMA_WITH_IMM** for a write with immediate data), {byte_len} the message length, and
 {op_context} as {wr_id}; {op_context} is not dereferenced. Do not rely on the order in which
-posted receives are taken."""
+posted receives are taken.
+
+""" + MAX_LEN
 
 page("rpma_recv", "post a receive buffer on a connection",
      """**rpma_recv**() posts a receive of at most {len} bytes into offset {offset} of the local
@@ -327,7 +333,7 @@ receives may wait at once.
 On a connection whose queue pair is in the error state the call still returns 0 and the receive
 completes with **IBV_WC_WR_FLUSH_ERR**.""",
      errors=[("RPMA_E_INVAL", "{conn} is NULL, {dst} is NULL while {offset} or {len} is not 0, "
-              "the range does not fit in {dst}, or {len} is over 1 GiB."),
+              "the range does not fit in {dst}, or {len} is over the limit below."),
              ("RPMA_E_PROVIDER", "The receive queue is full, the connection uses a shared "
               "receive queue, or the caller is " + FORK + "."),
              NOMEM, UNKNOWN],
@@ -343,7 +349,7 @@ not be NULL. The completion arrives on that connection's receive CQ, or its main
 
 """ + RECV_COMMON,
      errors=[("RPMA_E_INVAL", "{req} or {dst} is NULL, the range does not fit in {dst}, or "
-              "{len} is over 1 GiB."),
+              "{len} is over the limit below."),
              ("RPMA_E_PROVIDER", "The receive queue is full, the request's configuration "
               "names a shared receive queue, or the caller is " + FORK + "."),
              NOMEM, UNKNOWN],
@@ -387,6 +393,8 @@ alone: use [[rpma_conn_wait]].""",
              ("RPMA_E_SHARED_CHANNEL", "The CQ's completion channel is shared "
               "([[rpma_conn_cfg_set_compl_channel]])."),
              ("RPMA_E_NO_COMPLETION", "The descriptor is non-blocking and no event is pending."),
+             ("RPMA_E_PROVIDER", "Verbs provider: **ibv_get_cq_event**(3) or "
+              "**ibv_req_notify_cq**(3) failed."),
              NOMEM, UNKNOWN],
      see=["rpma_cq_get_wc", "rpma_cq_get_fd", "rpma_conn_wait", "rpma_conn_get_cq"])
 
@@ -426,10 +434,10 @@ operations and posted receives complete with **IBV_WC_WR_FLUSH_ERR**.""",
      errors=[("RPMA_E_INVAL", "{cq} or {wc} is NULL, {num_entries} is less than 1, or "
               "{num_entries} is over 1 and {num_entries_got} is NULL."),
              ("RPMA_E_NO_COMPLETION", "No completion is ready."),
+             ("RPMA_E_PROVIDER", "Verbs provider: **ibv_poll_cq**(3) failed."),
              NOMEM, UNKNOWN],
-     notes="""Upstream librpma also returns **RPMA_E_PROVIDER** when **ibv_poll_cq**(3) fails;
-rpma has no such failure. Completion queues grow as needed, so no completion is ever lost to a CQ
-overrun.""",
+     notes="""Over tcp and shm completion queues grow as needed, so no completion is ever lost to
+a CQ overrun; the verbs provider's CQs have the configured sizes, as upstream's.""",
      see=["rpma_cq_wait", "rpma_conn_get_cq", "rpma_conn_get_rcq", "rpma_srq_get_rcq",
           "rpma_conn_wait"])
 
@@ -477,10 +485,13 @@ it waits for them). The usual end is [[rpma_conn_delete]].""",
      ret=ret_out("*event"),
      errors=[inval_null("conn", "event"),
              ("RPMA_E_NO_EVENT", "The event descriptor is non-blocking and no event is "
-              "waiting.")],
-     notes="""Upstream librpma may also return **RPMA_E_PROVIDER**, **RPMA_E_NOMEM** or
-**RPMA_E_UNKNOWN** here, when the RDMA connection manager's event channel fails or reports an
-unexpected event; rpma's events come from a queue of its own.""",
+              "waiting."),
+             ("RPMA_E_PROVIDER", "Verbs provider: **rdma_get_cm_event**(3) failed; the event, "
+              "if any, stays for the next call.")],
+     notes="""Over tcp and shm the events come from a queue of the library's own, which cannot
+fail. Upstream librpma may also return **RPMA_E_NOMEM** or **RPMA_E_UNKNOWN** when the
+connection manager reports an unexpected event; the verbs provider passes over events it has no
+name for.""",
      see=["rpma_conn_get_event_fd", "rpma_utils_conn_event_2str", "rpma_conn_disconnect",
           "rpma_conn_delete"],
      extra=["enum rpma_conn_event"])
@@ -576,7 +587,6 @@ in which case it returns **RPMA_E_NO_COMPLETION** when no event is pending.""",
              ("RPMA_E_NOT_SHARED_CHNL", "The connection has no shared completion channel."),
              ("RPMA_E_NO_COMPLETION", "The descriptor is non-blocking and no event is "
               "pending.")],
-     notes="""Upstream librpma refuses a NULL {is_rcq} with **RPMA_E_INVAL**; rpma accepts it.""",
      see=["rpma_conn_get_compl_fd", "rpma_conn_cfg_set_compl_channel", "rpma_cq_get_wc",
           "rpma_cq_wait"],
      extra=["#define RPMA_W_WAIT_FOR_COMPLETION"])
@@ -600,7 +610,8 @@ answer that finds the queue pair in the error state **rdma_disconnect**(3) left,
 On a connection already closed or lost, or disconnected before, it does nothing and returns
 0.""",
      errors=[inval_null("conn"),
-             ("RPMA_E_PROVIDER", "The caller is " + FORK + "."),
+             ("RPMA_E_PROVIDER", "The caller is " + FORK + ", or, verbs provider, "
+              "**rdma_disconnect**(3) failed."),
              NOMEM, UNKNOWN],
      see=["rpma_conn_delete", "rpma_conn_next_event"])
 
@@ -764,21 +775,25 @@ page("rpma_ep_next_conn_req", "take the next incoming connection request",
      """**rpma_ep_next_conn_req**() takes the oldest incoming request of the endpoint {ep} and
 stores it in {*req_ptr}. With none waiting it blocks, unless the endpoint's descriptor
 ([[rpma_ep_get_fd]]) was made non-blocking. The connection's CQs and queues are made now, per
-{cfg} (NULL means the defaults of [[rpma_conn_cfg_new]]); if that fails the request is dropped
-and the client sees its connection closed.
+{cfg} (NULL means the defaults of [[rpma_conn_cfg_new]]); if that fails (a CQ size of 0, a
+configuration that clashes as described under ERRORS) the request is rejected: the client gets
+**RPMA_CONN_REJECTED**.
 
 The client's private data can be read with [[rpma_conn_req_get_private_data]]. Accept the
 request with [[rpma_conn_req_connect]] or reject it with [[rpma_conn_req_delete]].
 
-A request whose client has given up on it already (deleted its connection, or ended) is dropped,
-not handed out; if no other request is waiting, the call returns **RPMA_E_NO_EVENT**, even on a
-blocking descriptor, so that a program woken by the descriptor never blocks here.""",
+Over tcp and shm a request whose client has given up on it already (deleted its connection, or
+ended) is dropped, not handed out; if no other request is waiting, the call returns
+**RPMA_E_NO_EVENT**, even on a blocking descriptor, so that a program woken by the descriptor
+never blocks here. The verbs provider hands it out, as upstream does, and accepting it then fails
+(**rdma_accept**(3)); any failure to read the connection manager's event is **RPMA_E_NO_EVENT**
+there.""",
      ret=ret_out("*req_ptr"),
      errors=[("RPMA_E_INVAL", "{ep} or {req_ptr} is NULL, or " + CFG_CLASH + "."),
              ("RPMA_E_NO_EVENT", "The descriptor is non-blocking and no request is waiting, or "
               "the only request waiting came from a client that has given up on it."),
-             ("RPMA_E_PROVIDER", "An event descriptor cannot be made, or the caller is "
-              + FORK + "."),
+             ("RPMA_E_PROVIDER", "An event descriptor cannot be made, the connection's CQ "
+              "cannot (a CQ size of 0: the request is rejected), or the caller is " + FORK + "."),
              NOMEM, UNKNOWN],
      notes="""Upstream librpma returns **RPMA_E_PROVIDER**, not **RPMA_E_NO_EVENT**, on a
 non-blocking descriptor with no request waiting (**rdma_get_cm_event**(3) fails with
@@ -833,9 +848,9 @@ cfg_pair("conn", "cq_size", "uint32_t", "CQ size",
          """**rpma_conn_cfg_set_cq_size**() sets the size of the main completion queue of the
 connections made with {cfg}. The default is 10. A size of 0 makes [[rpma_conn_req_new]] and
 [[rpma_ep_next_conn_req]] fail with **RPMA_E_PROVIDER**, as **ibv_create_cq**(3) refuses it.""",
-         notes="""In rpma completion queues grow as needed and never overrun, so any other size is
-kept and reported but limits nothing. Upstream librpma sizes the verbs CQ with it, and a CQ that
-overflows there breaks the connection.""",
+         notes="""Over tcp and shm completion queues grow as needed and never overrun, so any
+other size is kept and reported but limits nothing. The verbs provider, as upstream librpma,
+sizes the verbs CQ with it, and a CQ that overflows there breaks the connection.""",
          see=["rpma_conn_get_cq"])
 
 cfg_pair("conn", "rcq_size", "uint32_t", "receive CQ size",
@@ -843,7 +858,8 @@ cfg_pair("conn", "rcq_size", "uint32_t", "receive CQ size",
 of the connections made with {cfg}. 0, the default, means no RCQ: receive completions go to the
 main CQ. Any other value gives each connection an RCQ, where its receive completions go (unless
 a shared receive queue with a CQ of its own takes them, see [[rpma_conn_cfg_set_srq]]: the
-connection then has no RCQ). As with the CQ, rpma does not bound the RCQ by this size.""",
+connection then has no RCQ). As with the CQ, tcp and shm do not bound the RCQ by this size;
+the verbs provider does.""",
          see=["rpma_conn_get_rcq", "rpma_conn_cfg_set_compl_channel"])
 
 cfg_pair("conn", "sq_size", "uint32_t", "send queue size",
@@ -918,7 +934,8 @@ cfg_pair("srq", "rcq_size", "uint32_t", "receive CQ size",
          """**rpma_srq_cfg_set_rcq_size**() sets the size of the receive completion queue of a
 shared receive queue made with {cfg}. 0 means it has none: the receive completions go to the CQs
 of the connections that take the messages. Any other value gives it a CQ of its own, where all
-its receive completions go. The default is 100. rpma does not bound the CQ by this size.""",
+its receive completions go. The default is 100. tcp and shm do not bound the CQ by this size;
+the verbs provider does.""",
          see=["rpma_srq_get_rcq"])
 
 page("rpma_srq_new", "create a shared receive queue",
@@ -957,8 +974,9 @@ otherwise to its main CQ; its {qp_num} is the receiving connection's queue pair 
 
 """ + RECV_COMMON,
      errors=[("RPMA_E_INVAL", "{srq} is NULL, {dst} is NULL while {offset} or {len} is not 0, "
-              "the range does not fit in {dst}, or {len} is over 1 GiB."),
-             ("RPMA_E_PROVIDER", "The queue is full ([[rpma_srq_cfg_set_rq_size]])."),
+              "the range does not fit in {dst}, or {len} is over the limit below."),
+             ("RPMA_E_PROVIDER", "The queue is full ([[rpma_srq_cfg_set_rq_size]]), or the "
+              "caller is " + FORK + "."),
              NOMEM, UNKNOWN],
      see=["rpma_srq_new", "rpma_recv", "rpma_cq_get_wc"])
 
@@ -1023,8 +1041,10 @@ unmapped while still registered is the application's error.""",
              NOMEM, UNKNOWN],
      notes="""The memory check is rpma's: upstream librpma gets **RPMA_E_PROVIDER** from
 **ibv_reg_mr**(3) failing with **EFAULT** in the same cases. rpma neither pins nor locks the
-pages. A forked child may register and deregister memory, on a peer inherited from its parent
-too.""",
+pages. Over tcp and shm a forked child may register and deregister memory, on a peer inherited
+from its parent too; the verbs provider refuses it (**RPMA_E_PROVIDER**), as the child's verbs
+objects are its parent's. There **ibv_reg_mr**(3) failing gives **RPMA_E_PROVIDER**, or
+**RPMA_E_NOMEM** for **ENOMEM**.""",
      see=["rpma_mr_dereg", "rpma_mr_get_descriptor", "rpma_mr_advise", "rpma_peer_new"])
 
 page("rpma_mr_dereg", "deregister a memory region",
@@ -1098,10 +1118,14 @@ finishes its work before it returns. A {len} of 0 only checks the arguments.""",
               "other bits than **IBV_ADVISE_MR_FLAG_FLUSH**, or the advice is "
               "**IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE** for a region never written."),
              ("RPMA_E_NOSUPP", "{advice} is not one of the three values above."),
-             ("RPMA_E_PROVIDER", "[[madvise(2)]] failed.")],
-     notes="""Upstream librpma passes the advice to the NIC's driver, which uses it for
-on-demand paging. rpma touches memory only from the CPU and needs no paging help; prefetching
-only saves page faults during the first transfers.""",
+             ("RPMA_E_PROVIDER", "[[madvise(2)]] failed, or, verbs provider, the caller is "
+              + FORK + "."),
+             ("RPMA_E_NOSUPP", "Verbs provider: the device does not take the advice "
+              "(**ibv_advise_mr**(3) fails with **EOPNOTSUPP**, as without on-demand paging).")],
+     notes="""The description is that of tcp and shm, which touch memory only from the CPU and
+need no paging help; prefetching only saves page faults during the first transfers. The verbs
+provider passes all three advice values to **ibv_advise_mr**(3), as upstream librpma does (for
+the NIC's on-demand paging); its **EINVAL** and **EFAULT** give **RPMA_E_INVAL**.""",
      see=["rpma_mr_reg", "rpma_utils_ibv_context_is_odp_capable"])
 
 page("rpma_mr_remote_from_descriptor", "create a remote memory region from its descriptor",
@@ -1241,13 +1265,16 @@ device is a local IP address:
 the local address the kernel routes from to reach {addr}; use it to connect.
 
 The context belongs to the library and stays valid for the life of the process; the same address
-gives the same context. It is a token for [[rpma_peer_new]], not a verbs context: do not pass it
-to libibverbs. Its {device->dev_name} reads **tcp:** followed by the local address.""",
+gives the same context. From the tcp device it is a token for [[rpma_peer_new]], not a verbs
+context: do not pass it to libibverbs; its {device->dev_name} reads **tcp:** followed by the
+local address. From the verbs provider (an RDMA device serves {addr}; see **RPMA_PROVIDER** in
+[[librpma]]) it is the connection manager's own verbs context, which libibverbs takes.""",
      ret=ret_out("*ibv_ctx_ptr"),
      errors=[("RPMA_E_INVAL", "{addr} or {ibv_ctx_ptr} is NULL, or {type} is neither value "
               "above."),
              ("RPMA_E_PROVIDER", "{addr} cannot be resolved, is not an address of this host "
-              "(LOCAL), or cannot be routed to (REMOTE)."),
+              "(LOCAL), or cannot be routed to (REMOTE); or **RPMA_PROVIDER** names no provider, "
+              "or one that cannot serve {addr}."),
              NOMEM, UNKNOWN],
      see=["rpma_peer_new", "rpma_utils_ibv_context_is_odp_capable"],
      extra=["enum rpma_util_ibv_context_type"])

@@ -129,6 +129,12 @@ inline void set_local(prov::SendWr &wr, const MrLocal *mr, size_t off) {
     wr.local_region = &mr->region();
 }
 
+// The bit RPMA_F_COMPLETION_ALWAYS adds to ON_ERROR asks for a completion on success, as
+// upstream reads the flags (a failure always completes); other bits mean nothing.
+inline bool signaled(int flags) {
+    return (flags & (RPMA_F_COMPLETION_ALWAYS & ~RPMA_F_COMPLETION_ON_ERROR)) != 0;
+}
+
 }  // namespace
 
 // The NIC would refuse the lkey: a region of another peer (protection domain), or one written
@@ -157,7 +163,7 @@ int Conn::read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off
     prov::SendWr wr;
     wr.op = prov::WrOp::kRead;
     wr.wr_id = wr_id;
-    wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
+    wr.signaled = signaled(flags);
     set_local(wr, dst, dst_off);
     wr.local_fault = local_fault(dst, true, "read destination");
     wr.len = static_cast<uint32_t>(len);
@@ -172,7 +178,7 @@ int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t 
     prov::SendWr wr;
     wr.op = imm ? prov::WrOp::kWriteImm : prov::WrOp::kWrite;
     wr.wr_id = wr_id;
-    wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
+    wr.signaled = signaled(flags);
     set_local(wr, src, src_off);
     wr.local_fault = local_fault(src, false, "write source");
     wr.len = static_cast<uint32_t>(len);
@@ -190,7 +196,7 @@ int Conn::atomic_write(const MrRemote *dst, size_t dst_off, const char src[8], i
     prov::SendWr wr;
     wr.op = prov::WrOp::kAtomicWrite;
     wr.wr_id = wr_id;
-    wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
+    wr.signaled = signaled(flags);
     wr.len = sizeof(wr.value);
     wr.raddr = dst->addr() + dst_off;
     wr.rkey = dst->rkey();
@@ -217,7 +223,7 @@ int Conn::flush(const MrRemote *dst, size_t dst_off, size_t len, rpma_flush_type
     prov::SendWr wr;
     wr.op = prov::WrOp::kFlush;
     wr.wr_id = wr_id;
-    wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
+    wr.signaled = signaled(flags);
     wr.len = len < prov::kFlushToEnd ? static_cast<uint32_t>(len) : prov::kFlushToEnd;
     wr.raddr = dst->addr() + dst_off;
     wr.rkey = dst->rkey();
@@ -231,7 +237,7 @@ int Conn::send(const MrLocal *src, size_t off, size_t len, int flags, uint64_t w
     prov::SendWr wr;
     wr.op = imm ? prov::WrOp::kSendImm : prov::WrOp::kSend;
     wr.wr_id = wr_id;
-    wr.signaled = (flags & RPMA_F_COMPLETION_ALWAYS) == RPMA_F_COMPLETION_ALWAYS;
+    wr.signaled = signaled(flags);
     set_local(wr, src, off);
     wr.local_fault = local_fault(src, false, "send source");
     wr.len = static_cast<uint32_t>(len);

@@ -26,7 +26,7 @@ int ConnReq::incoming(Peer *peer, std::unique_ptr<prov::IncomingRequest> in, con
     req->incoming_ = true;
     req->in_ = std::move(in);
     int ret = ConnResources::create(peer, cfg, nullptr, nullptr, req->in_.get(), &req->r_);
-    if (ret) return ret;  // the request is dropped: the client sees it closed
+    if (ret) return ret;  // the request is dropped, which rejects it (the client: REJECTED)
     *out = req.release();
     return 0;
 }

@@ -63,6 +63,18 @@ static void client(const struct it_args *a) {
     it_cq_expect_empty(cq);
     CHECK(memcmp(dst, expect, 128) == 0);
 
+    /* the bit ALWAYS adds to ON_ERROR asks for the completion on success, alone too (upstream
+     * signals on that bit); bits no flag names ask for nothing more */
+    CHECK_OK(rpma_read(conn, mr, 128, src, 128, 64,
+                       RPMA_F_COMPLETION_ALWAYS & ~RPMA_F_COMPLETION_ON_ERROR, (void *)0x1005));
+    it_cq_expect(cq, IBV_WC_RDMA_READ, (void *)0x1005);
+    CHECK_OK(rpma_read(conn, mr, 192, src, 192, 64, RPMA_F_COMPLETION_ON_ERROR | (1 << 4),
+                       (void *)0x1006));
+    CHECK_OK(rpma_read(conn, mr, 256, src, 256, 64, RPMA_F_COMPLETION_ALWAYS, (void *)0x1007));
+    it_cq_expect(cq, IBV_WC_RDMA_READ, (void *)0x1007);
+    it_cq_expect_empty(cq);
+    CHECK(memcmp(dst, expect, 320) == 0);
+
     /* several reads in flight: each completes once, in posting order */
     memset(dst, 0, SIZE);
     for (uintptr_t i = 0; i < BATCH; i++) {
