@@ -485,7 +485,9 @@ it waits for them). The usual end is [[rpma_conn_delete]].""",
      ret=ret_out("*event"),
      errors=[inval_null("conn", "event"),
              ("RPMA_E_NO_EVENT", "The event descriptor is non-blocking and no event is "
-              "waiting."),
+              "waiting; or, verbs provider, the only event waiting was one rpma does not report "
+              "(the second close, rdma_cm's **RDMA_CM_EVENT_TIMEWAIT_EXIT**), even on a blocking "
+              "descriptor."),
              ("RPMA_E_PROVIDER", "Verbs provider: **rdma_get_cm_event**(3) failed; the event, "
               "if any, stays for the next call.")],
      notes="""Over tcp and shm the events come from a queue of the library's own, which cannot

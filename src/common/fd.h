@@ -1,6 +1,7 @@
 // Owning file descriptor.
 #pragma once
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <utility>
@@ -30,5 +31,11 @@ class Fd {
   private:
     int fd_ = -1;
 };
+
+// Whether fd has input now (a zero-timeout poll): a wait on it would not block.
+inline bool readable_now(int fd) noexcept {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1;
+}
 
 }  // namespace rpma

@@ -59,8 +59,7 @@ class FdQueue {
             std::lock_guard lk(mu_);
             if (items_.empty()) return std::nullopt;
         }
-        pollfd p{fd_.get(), POLLIN, 0};
-        if (::poll(&p, 1, 0) != 1) return std::nullopt;
+        if (!readable_now(fd_.get())) return std::nullopt;
         return pop();
     }
 

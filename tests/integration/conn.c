@@ -7,12 +7,18 @@
  *   server_disc  the same, but the server disconnects
  *   reject       the server rejects the first request (client sees REJECTED), accepts the second
  *   nolistener   client only, nobody listens: REJECTED or UNREACHABLE
+ *   late_event   as client_disc, and then each side, its connection closed and disconnected, waits
+ *                a while for its event fd: on RDMA it becomes readable once more (rdma_cm's
+ *                TIMEWAIT_EXIT), and the call it wakes must return at once, with CLOSED again
+ *                (the reference) or RPMA_E_NO_EVENT (rpma: one CLOSED per connection); it hung
+ *                on rpma's verbs provider, which dropped the event and read on
  *   cq_zero      client only: a request with a CQ of 0 entries fails (RPMA_E_PROVIDER), as
  *                ibv_create_cq(3) refuses one; and a request to the wildcard address 0.0.0.0
  *                fails the same way, as RDMA CM resolves no route to it; nothing needs to listen
  */
 #define _GNU_SOURCE
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -37,6 +43,25 @@ static void check_conn_usable(struct rpma_conn *conn) {
     CHECK(rcq == NULL); /* default cfg: no RCQ */
     CHECK_OK(rpma_conn_get_qp_num(conn, &qp_num));
     it_cq_expect_empty(cq);
+}
+
+/* the connection is closed and this side has disconnected: a late event must not block */
+static void late_event(struct rpma_conn **conn) {
+    int fd = -1;
+    CHECK_OK(rpma_conn_get_event_fd(*conn, &fd));
+    if (it_poll_fd(fd, it_nic() ? IT_WAIT_MS : 200)) {
+        printf("a late event: rpma_conn_next_event must return at once\n");
+        fflush(stdout);
+        alarm((unsigned)(10 * it_time_scale())); /* a blocked call ends the process */
+        enum rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+        int ret = rpma_conn_next_event(*conn, &ev);
+        alarm(IT_ALARM_S);
+        if (ret == 0 && ev != RPMA_CONN_CLOSED)
+            IT_FAIL("late event %s, expected CLOSED", rpma_utils_conn_event_2str(ev));
+        if (ret != 0 && ret != RPMA_E_NO_EVENT)
+            IT_FAIL("rpma_conn_next_event returned %d (%s)", ret, rpma_err_2str(ret));
+    }
+    CHECK_OK(rpma_conn_delete(conn));
 }
 
 static void server(const struct it_args *a, const char *mode) {
@@ -66,10 +91,15 @@ static void server(const struct it_args *a, const char *mode) {
     check_pdata(&pd, CONNECT_PDATA, SEED_CLIENT);
     check_conn_usable(conn);
 
-    if (strcmp(mode, "server_disc") == 0)
+    if (strcmp(mode, "server_disc") == 0) {
         it_disconnect_active(&conn);
-    else
+    } else if (strcmp(mode, "late_event") == 0) {
+        it_expect_event(conn, RPMA_CONN_CLOSED);
+        CHECK_OK(rpma_conn_disconnect(conn));
+        late_event(&conn);
+    } else {
         it_disconnect_passive(&conn, false);
+    }
 
     CHECK_OK(rpma_ep_shutdown(&ep));
     CHECK(ep == NULL);
@@ -122,10 +152,15 @@ static void client(const struct it_args *a, const char *mode) {
     check_pdata(&spd, ACCEPT_PDATA, SEED_SERVER);
     check_conn_usable(conn);
 
-    if (strcmp(mode, "server_disc") == 0)
+    if (strcmp(mode, "server_disc") == 0) {
         it_disconnect_passive(&conn, false);
-    else
+    } else if (strcmp(mode, "late_event") == 0) {
+        CHECK_OK(rpma_conn_disconnect(conn));
+        it_expect_event(conn, RPMA_CONN_CLOSED);
+        late_event(&conn);
+    } else {
         it_disconnect_active(&conn);
+    }
 
     CHECK_OK(rpma_peer_delete(&peer));
     CHECK(peer == NULL);
@@ -137,7 +172,7 @@ int main(int argc, char *argv[]) {
     if (a.argc < 1) IT_FAIL("mode argument missing");
     const char *mode = a.argv[0];
     if (strcmp(mode, "client_disc") && strcmp(mode, "server_disc") && strcmp(mode, "reject") &&
-        strcmp(mode, "nolistener") && strcmp(mode, "cq_zero"))
+        strcmp(mode, "nolistener") && strcmp(mode, "cq_zero") && strcmp(mode, "late_event"))
         IT_FAIL("unknown mode %s", mode);
     if (a.server)
         server(&a, mode);

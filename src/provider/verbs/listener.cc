@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/cancel.h"
+#include "common/fd.h"
 #include "common/log.h"
 #include "provider/verbs/connect_request.h"
 
@@ -75,6 +76,8 @@ std::unique_ptr<prov::IncomingRequest> Listener::next() {
         if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
             RPMA_LOG_WARNING("endpoint: unexpected %s event, skipped", rdma_event_str(ev->event));
             rdma_ack_cm_event(ev);
+            // the caller was woken by the skipped event: it must not block for the next one
+            if (!readable_now(ch_->fd)) return nullptr;
             continue;
         }
         auto req = std::make_unique<ConnectRequest>(ev->id, ev->param.conn.private_data,

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/cancel.h"
+#include "common/fd.h"
 #include "common/log.h"
 #include "provider/verbs/completion_queue.h"
 #include "provider/verbs/domain.h"
@@ -294,6 +295,9 @@ int QueuePair::next_event(rpma_conn_event *out) {
             *out = *e;
             return 0;
         }
+        // A dropped event (the second close, TIMEWAIT_EXIT) woke a caller that polled the fd:
+        // with nothing else queued it must not block, even on a blocking fd.
+        if (!readable_now(ch_->fd)) return RPMA_E_NO_EVENT;
     }
 }
 
