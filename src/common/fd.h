@@ -32,8 +32,9 @@ class Fd {
     int fd_ = -1;
 };
 
-// Whether fd has input now (a zero-timeout poll): a wait on it would not block.
-inline bool readable_now(int fd) noexcept {
+// Whether fd has input now (a zero-timeout poll): a wait on it would not block. Not noexcept:
+// poll is a cancellation point, and a cancelled caller's unwind must pass (common/cancel.h).
+inline bool readable_now(int fd) {
     pollfd p{fd, POLLIN, 0};
     return ::poll(&p, 1, 0) == 1;
 }
