@@ -723,8 +723,8 @@ private data the client sent with the incoming request {req}, as the RDMA connec
 delivers it: 56 bytes, the client's bytes first and zeros after them. {ptr} is not NULL even when
 the client passed no private data; a protocol that needs the length sends it in the data. For a
 request made with [[rpma_conn_req_new]], {ptr} is NULL and {len} 0. The bytes belong to the
-request; after [[rpma_conn_req_connect]] the connection holds them
-([[rpma_conn_get_private_data]]).""",
+request; after [[rpma_conn_req_connect]] the connection holds them, at the same address, until
+it is deleted ([[rpma_conn_get_private_data]]).""",
      ret=ret_out("*pdata"),
      errors=[inval_null("req", "pdata")],
      notes=PDATA_NOTE,

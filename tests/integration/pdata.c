@@ -6,7 +6,9 @@
  * Whatever the other side sent (nothing, or fewer bytes than fit), the server's request and
  * connection show 56 bytes and the client's connection 196: the bytes sent first, zeros after,
  * never a NULL pointer. The client's connection shows nothing (NULL, 0) until the application
- * has taken the ESTABLISHED event, even when that event is already waiting.
+ * has taken the ESTABLISHED event, even when that event is already waiting. The server's
+ * connection holds the request's bytes where rpma_conn_req_get_private_data showed them (freed
+ * with the request on rpma's verbs provider until 2026-11-27: a use after free under ASan).
  *
  * Modes (the argument after PORT):
  *   none   neither side passes private data
@@ -69,11 +71,16 @@ static void server(const struct it_args *a, size_t client_len, size_t server_len
     struct rpma_conn_private_data pd = {0};
     CHECK_OK(rpma_conn_req_get_private_data(req, &pd));
     check_pdata(&pd, IT_PDATA_CONNECT, client_len, SEED_CLIENT);
+    struct rpma_conn_private_data shown = pd;
 
     struct rpma_conn *conn = it_accept(&req, server_len ? spd : NULL, server_len);
     memset(&pd, 0, sizeof(pd));
     CHECK_OK(rpma_conn_get_private_data(conn, &pd));
     check_pdata(&pd, IT_PDATA_CONNECT, client_len, SEED_CLIENT);
+    /* the connection holds the request's bytes where they were shown (the reference does so) */
+    if (pd.ptr != shown.ptr)
+        IT_FAIL("the connection's private data moved from where the request showed it");
+    check_pdata(&shown, IT_PDATA_CONNECT, client_len, SEED_CLIENT);
 
     it_disconnect_passive(&conn, false);
     CHECK_OK(rpma_ep_shutdown(&ep));

@@ -70,9 +70,10 @@ TEST_F(CmEventTest, EstablishedCarriesTheServersPrivateData) {
 
 TEST_F(CmEventTest, ServerKeepsTheClientsPrivateData) {
     rdma_cm_id *id = fake::incoming_id();
-    verbs::ConnectRequest req(id, "ab", 2);
-    ASSERT_EQ(dom_->create_qp(attr_, req, &qp_), 0);
+    auto req = std::make_unique<verbs::ConnectRequest>(id, "ab", 2);
+    ASSERT_EQ(dom_->create_qp(attr_, *req, &qp_), 0);
     ASSERT_EQ(qp_->event_fd(), id->channel->fd);  // moved off the listener's
+    ASSERT_EQ(qp_->accept(std::move(req), nullptr, 0), 0);
     deliver(RDMA_CM_EVENT_ESTABLISHED, {9, 9, 9}, 0, id);
     EXPECT_EQ(take(), std::vector<rpma_conn_event>{RPMA_CONN_ESTABLISHED});
     EXPECT_EQ(qp_->remote_pdata(), (std::vector<uint8_t>{'a', 'b'}));

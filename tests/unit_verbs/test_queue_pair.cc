@@ -82,9 +82,14 @@ TEST_F(PassiveQpTest, CreationFailureRejectsTheRequestOnce) {
     EXPECT_EQ(fake::calls("rdma_destroy_id"), 1);
 }
 
-TEST_F(PassiveQpTest, CarriesTheClientsPrivateData) {
+// Accepted, the queue pair keeps the request's bytes where the application was shown them
+// (rpma_conn_req_get_private_data): they were freed with the request before.
+TEST_F(PassiveQpTest, CarriesTheClientsPrivateDataWhereTheRequestShowedIt) {
     ASSERT_EQ(dom_->create_qp(attr_, *req_, &qp_), 0);
+    const uint8_t *shown = req_->private_data().data();
+    ASSERT_EQ(qp_->accept(std::move(req_), nullptr, 0), 0);
     EXPECT_EQ(qp_->remote_pdata(), (std::vector<uint8_t>{'h', 'i'}));
+    EXPECT_EQ(qp_->remote_pdata().data(), shown);
 }
 
 TEST_F(PassiveQpTest, AcceptFailsAndCloseStillRejects) {

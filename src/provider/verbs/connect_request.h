@@ -20,6 +20,8 @@ class ConnectRequest final : public prov::IncomingRequest {
     rdma_cm_id *id() const noexcept { return id_; }
     // The queue pair accepted: the id is its own from now on.
     rdma_cm_id *release() noexcept;
+    // The queue pair accepts: it keeps the bytes, at the address the application was shown.
+    std::vector<uint8_t> take_private_data() noexcept { return std::move(pdata_); }
 
   private:
     rdma_cm_id *id_;

@@ -109,7 +109,6 @@ int QueuePair::create_passive(Domain &dom, const prov::QpAttr &attr, ConnectRequ
                               std::shared_ptr<prov::QueuePair> *out) {
     std::shared_ptr<QueuePair> qp(new QueuePair(dom));
     qp->passive_ = true;
-    qp->remote_pdata_ = req.private_data();
     qp->id_ = req.release();
     qp->unanswered_ = true;
     if (int ret = qp->setup(attr)) return ret;
@@ -178,8 +177,11 @@ int QueuePair::connect(const void *pdata, uint8_t pdata_len) {
     return 0;
 }
 
-int QueuePair::accept(std::unique_ptr<prov::IncomingRequest>, const void *pdata,
+int QueuePair::accept(std::unique_ptr<prov::IncomingRequest> req, const void *pdata,
                       uint8_t pdata_len) {
+    // the request's bytes, where rpma_conn_req_get_private_data showed them, are the
+    // connection's now (the domain made every request it is handed back)
+    remote_pdata_ = static_cast<ConnectRequest &>(*req).take_private_data();
     rdma_conn_param p = conn_param(pdata, pdata_len);
     if (rdma_accept(id_, &p) != 0) {
         RPMA_LOG_ERROR("rdma_accept: %s", std::strerror(errno));
