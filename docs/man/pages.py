@@ -792,8 +792,10 @@ never blocks here. The verbs provider hands it out, as upstream does, and accept
 there.""",
      ret=ret_out("*req_ptr"),
      errors=[("RPMA_E_INVAL", "{ep} or {req_ptr} is NULL, or " + CFG_CLASH + "."),
-             ("RPMA_E_NO_EVENT", "The descriptor is non-blocking and no request is waiting, or "
-              "the only request waiting came from a client that has given up on it."),
+             ("RPMA_E_NO_EVENT", "The descriptor is non-blocking and no request is waiting; "
+              "over tcp and shm, the only request waiting came from a client that has given up "
+              "on it; over verbs, the only event waiting was not a request (it is skipped and "
+              "logged), even on a blocking descriptor."),
              ("RPMA_E_PROVIDER", "An event descriptor cannot be made, the connection's CQ "
               "cannot (a CQ size of 0: the request is rejected), or the caller is " + FORK + "."),
              NOMEM, UNKNOWN],
@@ -1119,11 +1121,11 @@ finishes its work before it returns. A {len} of 0 only checks the arguments.""",
      errors=[("RPMA_E_INVAL", "{mr} is NULL, the range does not fit in the region, {flags} has "
               "other bits than **IBV_ADVISE_MR_FLAG_FLUSH**, or the advice is "
               "**IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE** for a region never written."),
-             ("RPMA_E_NOSUPP", "{advice} is not one of the three values above."),
-             ("RPMA_E_PROVIDER", "[[madvise(2)]] failed, or, verbs provider, the caller is "
-              + FORK + "."),
-             ("RPMA_E_NOSUPP", "Verbs provider: the device does not take the advice "
-              "(**ibv_advise_mr**(3) fails with **EOPNOTSUPP**, as without on-demand paging).")],
+             ("RPMA_E_NOSUPP", "{advice} is not one of the three values above, or, verbs "
+              "provider, the device does not take it (**ibv_advise_mr**(3) fails with "
+              "**EOPNOTSUPP**, as without on-demand paging)."),
+             ("RPMA_E_PROVIDER", "[[madvise(2)]] failed; or, verbs provider, "
+              "**ibv_advise_mr**(3) failed otherwise, or the caller is " + FORK + ".")],
      notes="""The description is that of tcp and shm, which touch memory only from the CPU and
 need no paging help; prefetching only saves page faults during the first transfers. The verbs
 provider passes all three advice values to **ibv_advise_mr**(3), as upstream librpma does (for

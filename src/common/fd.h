@@ -36,7 +36,7 @@ class Fd {
 // poll is a cancellation point, and a cancelled caller's unwind must pass (common/cancel.h).
 inline bool readable_now(int fd) {
     pollfd p{fd, POLLIN, 0};
-    return ::poll(&p, 1, 0) == 1;
+    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
 }  // namespace rpma

@@ -58,12 +58,12 @@ class MemoryRegion {
 
 enum class WrOp { kWrite, kWriteImm, kRead, kAtomicWrite, kFlush, kSend, kSendImm };
 
-// One work request for the send queue. The 8-byte fields come first: packed in 64 bytes, a
-// post zeroes it in four stores (every post builds one).
 // A flush's len that asks for everything from its address to the region's end: what a longer
 // flush becomes (rpma_flush takes a size_t).
 constexpr uint32_t kFlushToEnd = UINT32_MAX;
 
+// One work request for the send queue. The 8-byte fields come first: packed in 64 bytes, a
+// post zeroes it in four stores (every post builds one).
 struct SendWr {
     uint64_t wr_id = 0;
     char *local = nullptr;  // source, or destination of a read

@@ -32,7 +32,6 @@ static const int usages[REGIONS] = {
 static const uint64_t seeds[REGIONS] = {0xa110, 0xa111, 0xa112};
 #define SEED_NEW 0xa113
 
-/* the next completion on cq must be wr_id's, failed with IBV_WC_REM_ACCESS_ERR */
 static void server(const struct it_args *a) {
     struct rpma_peer *peer = it_peer_new(a->addr, true);
     char *mem[REGIONS];

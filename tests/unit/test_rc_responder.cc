@@ -292,7 +292,7 @@ TEST_F(RcResponderTest, AFlushToTheEndCoversARegionOverFourGiB) {
     constexpr uint64_t kBig = (uint64_t{8} << 30) + 4096;
     void *p = mmap(nullptr, kBig, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    ASSERT_NE(p, MAP_FAILED);
+    if (p == MAP_FAILED) GTEST_SKIP() << "no 8 GiB of address space here (overcommit off?)";
     auto base = reinterpret_cast<uintptr_t>(p);
     auto r = mrs_.add(static_cast<char *>(p), kBig, kAllUsage);
     PersistStats before = persist_stats();

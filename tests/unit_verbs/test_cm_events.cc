@@ -68,6 +68,24 @@ TEST_F(CmEventTest, EstablishedCarriesTheServersPrivateData) {
     EXPECT_EQ(qp_->remote_pdata(), pdata);
 }
 
+// The second close (rdma_cm's TIMEWAIT_EXIT) is dropped, and it woke whoever polled the fd:
+// with nothing behind it the call returns after that one read (a blocking channel would block on
+// a second; it did, for ever, until 2026-11-27).
+TEST_F(CmEventTest, ADroppedSecondCloseAloneIsNoEventAfterOneRead) {
+    ASSERT_EQ(create_active(), 0);
+    deliver(RDMA_CM_EVENT_DISCONNECTED);
+    EXPECT_EQ(take(), std::vector<rpma_conn_event>{RPMA_CONN_CLOSED});
+    deliver(RDMA_CM_EVENT_TIMEWAIT_EXIT);
+    int reads = fake::calls("rdma_get_cm_event");
+    rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+    EXPECT_EQ(qp_->next_event(&ev), RPMA_E_NO_EVENT);
+    EXPECT_EQ(fake::calls("rdma_get_cm_event"), reads + 1) << "read on after the dropped event";
+    // an event behind a dropped one is still read and returned
+    deliver(RDMA_CM_EVENT_ADDR_CHANGE);
+    deliver(RDMA_CM_EVENT_DEVICE_REMOVAL);
+    EXPECT_EQ(take(), std::vector<rpma_conn_event>{RPMA_CONN_LOST});
+}
+
 TEST_F(CmEventTest, ServerKeepsTheClientsPrivateData) {
     rdma_cm_id *id = fake::incoming_id();
     auto req = std::make_unique<verbs::ConnectRequest>(id, "ab", 2);

@@ -82,6 +82,17 @@ TEST_F(ListenerTest, GetEventFails) {
     EXPECT_TRUE(logged_error("rdma_get_cm_event", std::strerror(EIO)));
 }
 
+// A skipped event woke whoever polled the endpoint's fd: with nothing behind it the call returns
+// after that one read, where a second would block on a blocking channel.
+TEST_F(ListenerTest, ASkippedEventAloneIsNoRequestAfterOneRead) {
+    listen();
+    fake::deliver(ch_, fake::last_cm_id(), RDMA_CM_EVENT_DEVICE_REMOVAL);
+    int reads = fake::calls("rdma_get_cm_event");
+    EXPECT_EQ(ep_->next(), nullptr);
+    EXPECT_EQ(fake::calls("rdma_get_cm_event"), reads + 1) << "read on after the skipped event";
+    EXPECT_EQ(fake::calls("rdma_ack_cm_event"), 1);
+}
+
 TEST_F(ListenerTest, TakesARequestWithItsPrivateDataSkippingOtherEvents) {
     listen();
     fake::deliver(ch_, fake::last_cm_id(), RDMA_CM_EVENT_DEVICE_REMOVAL);
