@@ -3,9 +3,14 @@
  * many_conns.c -- 16 connections from one client process to one server, set up concurrently.
  * Each carries its own private data both ways (echoed back, so a mix-up shows), writes its own
  * slice of the server's region and reads it back; the server checks every slice at the end.
+ * The client's connections hold no more descriptors each than docs/tcp-provider.md says: 4 over
+ * tcp, 7 over shm, 2 over RDMA (the reference and rpma's verbs: rdma_cm's channel and the
+ * completion channel).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
@@ -18,6 +23,22 @@
 
 static uint64_t seed(int k, int j) {
     return 0xaa00 + (uint64_t)k * 64 + (uint64_t)j;
+}
+
+static int open_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    CHECK(d != NULL);
+    int n = 0;
+    while (readdir(d)) n++;
+    closedir(d);
+    return n - 3; /* ".", ".." and the directory's own fd */
+}
+
+/* the most descriptors one connection of this client may hold */
+static int fds_per_conn(void) {
+    if (it_nic()) return 2;
+    const char *p = getenv("RPMA_PROVIDER");
+    return p && strcmp(p, "tcp") == 0 ? 4 : 7;
 }
 
 static void server(const struct it_args *a) {
@@ -68,8 +89,12 @@ static void client(const struct it_args *a) {
     CHECK_OK(rpma_mr_reg(peer, dst, CONNS * SLICE, RPMA_MR_USAGE_READ_DST, &dmr));
 
     /* all requests go out before any is established */
+    /* counted from the second connection on: the first may start the library's own (tcp and
+     * shm: the progress engine's epoll set and wake-up eventfd) */
+    int fds_before = 0;
     struct rpma_conn *conns[CONNS];
     for (int j = 0; j < CONNS; j++) {
+        if (j == 1) fds_before = open_fds();
         struct rpma_conn_req *req = NULL;
         CHECK_OK(rpma_conn_req_new(peer, a->addr, a->port, NULL, &req));
         unsigned char id = (unsigned char)j;
@@ -100,6 +125,11 @@ static void client(const struct it_args *a) {
             left--;
         }
     }
+    int held = open_fds() - fds_before;
+    if (held > (CONNS - 1) * fds_per_conn())
+        IT_FAIL("%d connections hold %d descriptors, more than %d each", CONNS - 1, held,
+                fds_per_conn());
+    printf("client: %d connections hold %d descriptors\n", CONNS - 1, held);
     struct rpma_mr_remote *remote[CONNS];
     int slice[CONNS];
     bool slice_seen[CONNS] = {false};

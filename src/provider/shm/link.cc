@@ -163,6 +163,7 @@ std::shared_ptr<Link> Link::offer(int tcp_fd, uint64_t token, std::string *why) 
         *why = errno_text("sending the offer");
         return nullptr;
     }
+    l->seg_.close_fd();  // the server has its own now (SCM_RIGHTS)
     return l;
 }
 

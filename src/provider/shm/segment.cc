@@ -67,7 +67,9 @@ bool Segment::attach(Fd fd, uint32_t ring_size, std::string *why) {
         return false;
     }
     ring_size_ = ring_size;
-    return map(why);
+    if (!map(why)) return false;
+    close_fd();
+    return true;
 }
 
 bool Segment::map(std::string *why) {

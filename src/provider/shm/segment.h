@@ -60,6 +60,9 @@ class Segment {
     }
 
     int fd() const noexcept { return fd_.get(); }
+    // The mapping keeps the memory: once the client has sent the fd (and the server mapped it)
+    // it is one descriptor per connection held for nothing.
+    void close_fd() noexcept { fd_.reset(); }
     uint32_t ring_size() const noexcept { return ring_size_; }
     RingView ring(RingId id) const noexcept;
 
