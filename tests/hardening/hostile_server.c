@@ -17,7 +17,6 @@
  * every check it ever ran passed and the teardown succeeded.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -59,17 +58,6 @@ static struct {
 static void ep_add(int fd, uint64_t tag) {
     struct epoll_event e = {.events = EPOLLIN, .data.u64 = tag};
     if (epoll_ctl(S.epfd, EPOLL_CTL_ADD, fd, &e) != 0) IT_FAIL("epoll add: %s", strerror(errno));
-}
-
-static int count_fds(void) {
-    DIR *d = opendir("/proc/self/fd");
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n - 1; /* the directory's own descriptor */
 }
 
 /* where the memory differs from its initial pattern outside what clients may write; -1 if not */
@@ -178,7 +166,7 @@ static void answer(int i, const char *cmd) {
         }
         /* hs_stats_parse reads this line back */
         snprintf(reply, 64, "%s %lu %lu %lu %lu %d %d %ld", bad < 0 ? "OK" : "BAD", S.reqs,
-                 S.established, S.lost, S.closed, S.live, count_fds(), bad);
+                 S.established, S.lost, S.closed, S.live, it_open_fds(), bad);
         if (strcmp(cmd, "QUIT") == 0) {
             S.quitting = true;
             S.quit_slot = i;

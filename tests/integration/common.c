@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "common.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -131,6 +132,17 @@ bool it_poll_fd(int fd, int timeout_ms) {
         if (n == 0) return false;
         if (errno != EINTR) IT_FAIL("poll: %s", strerror(errno));
     }
+}
+
+int it_open_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    CHECK(d != NULL);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n - 1; /* the directory's own descriptor */
 }
 
 void it_set_nonblock(int fd) {

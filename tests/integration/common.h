@@ -108,6 +108,8 @@ long long it_now_us(void);
 
 /* waits until fd is readable; returns false on timeout */
 bool it_poll_fd(int fd, int timeout_ms);
+/* the descriptors this process holds open now */
+int it_open_fds(void);
 /* makes fd non-blocking (O_NONBLOCK added to its status flags) */
 void it_set_nonblock(int fd);
 

@@ -8,7 +8,6 @@
  * completion channel).
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,15 +22,6 @@
 
 static uint64_t seed(int k, int j) {
     return 0xaa00 + (uint64_t)k * 64 + (uint64_t)j;
-}
-
-static int open_fds(void) {
-    DIR *d = opendir("/proc/self/fd");
-    CHECK(d != NULL);
-    int n = 0;
-    while (readdir(d)) n++;
-    closedir(d);
-    return n - 3; /* ".", ".." and the directory's own fd */
 }
 
 /* the most descriptors one connection of this client may hold */
@@ -94,7 +84,7 @@ static void client(const struct it_args *a) {
     int fds_before = 0;
     struct rpma_conn *conns[CONNS];
     for (int j = 0; j < CONNS; j++) {
-        if (j == 1) fds_before = open_fds();
+        if (j == 1) fds_before = it_open_fds();
         struct rpma_conn_req *req = NULL;
         CHECK_OK(rpma_conn_req_new(peer, a->addr, a->port, NULL, &req));
         unsigned char id = (unsigned char)j;
@@ -125,7 +115,7 @@ static void client(const struct it_args *a) {
             left--;
         }
     }
-    int held = open_fds() - fds_before;
+    int held = it_open_fds() - fds_before;
     if (held > (CONNS - 1) * fds_per_conn())
         IT_FAIL("%d connections hold %d descriptors, more than %d each", CONNS - 1, held,
                 fds_per_conn());

@@ -14,7 +14,6 @@
  *                      side fails the test
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -74,17 +73,6 @@ static uint64_t vm_rss_kib(void) {
     return status_field("VmRSS: %llu kB");
 }
 
-static uint64_t open_fds(void) {
-    DIR *d = opendir("/proc/self/fd");
-    CHECK(d != NULL);
-    uint64_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n - 1; /* the directory's own descriptor */
-}
-
 static void print_report(const char *side, int n, const struct mem_report *m) {
     double per = ((double)m->rss_after_kib - (double)m->rss_before_kib) / n;
     printf(
@@ -132,7 +120,7 @@ static void server(const struct it_args *a) {
     CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
 
     rep->rss_before_kib = vm_rss_kib();
-    rep->fds_before = open_fds();
+    rep->fds_before = it_open_fds();
     it_ready();
     long long t0 = it_now_ms();
     int conn0 = -1;
@@ -154,7 +142,7 @@ static void server(const struct it_args *a) {
     for (int k = 0; k < n; k++) it_expect_event(conns[k], RPMA_CONN_ESTABLISHED);
     long long t1 = it_now_ms();
     rep->rss_after_kib = vm_rss_kib();
-    rep->fds_after = open_fds();
+    rep->fds_after = it_open_fds();
     rep->threads_after = status_field("Threads: %llu");
     print_report("server", n, rep);
     printf("server: %d connections accepted in %lld ms\n", n, t1 - t0);
@@ -211,7 +199,7 @@ static void client(const struct it_args *a) {
     uint16_t *idbuf = calloc((size_t)n, sizeof(uint16_t));
     CHECK(conns && remote && idbuf);
 
-    struct mem_report me = {.rss_before_kib = vm_rss_kib(), .fds_before = open_fds()};
+    struct mem_report me = {.rss_before_kib = vm_rss_kib(), .fds_before = it_open_fds()};
     long long t0 = it_now_ms();
     for (int b = 0; b < n; b += BATCH) {
         int e = b + BATCH < n ? b + BATCH : n;
@@ -226,7 +214,7 @@ static void client(const struct it_args *a) {
     }
     long long t1 = it_now_ms();
     me.rss_after_kib = vm_rss_kib();
-    me.fds_after = open_fds();
+    me.fds_after = it_open_fds();
     me.threads_after = status_field("Threads: %llu");
     print_report("client", n, &me);
     printf("client: %d connections established in %lld ms\n", n, t1 - t0);

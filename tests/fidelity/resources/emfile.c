@@ -14,7 +14,6 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -55,15 +54,6 @@ static void counter(enum rpma_log_level level, const char *file, const int line,
     if (n <= 10) fprintf(stderr, "[server log] %s\n", msg);
 }
 
-static int open_fds(void) {
-    DIR *d = opendir("/proc/self/fd");
-    CHECK(d != NULL);
-    int n = 0;
-    while (readdir(d)) n++;
-    closedir(d);
-    return n - 3; /* ".", ".." and the directory's own fd */
-}
-
 static long long cpu_us(void) {
     struct rusage ru;
     CHECK(getrusage(RUSAGE_SELF, &ru) == 0);
@@ -89,7 +79,7 @@ static void server(const struct it_args *a) {
     struct rpma_peer *peer = it_peer_new(a->addr, true);
     struct rpma_ep *ep = NULL;
     CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
-    int held = open_fds();
+    int held = it_open_fds();
     struct rlimit rl;
     CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
     rl.rlim_cur = (rlim_t)(held + SPARE_FDS);
