@@ -78,9 +78,9 @@ static void client(const struct it_args *a) {
     CHECK_OK(rpma_mr_reg(peer, src, CONNS * SLICE, RPMA_MR_USAGE_WRITE_SRC, &smr));
     CHECK_OK(rpma_mr_reg(peer, dst, CONNS * SLICE, RPMA_MR_USAGE_READ_DST, &dmr));
 
-    /* all requests go out before any is established */
-    /* counted from the second connection on: the first may start the library's own (tcp and
-     * shm: the progress engine's epoll set and wake-up eventfd) */
+    /* All requests go out before any is established. Descriptors are counted from the second
+     * connection on: the first may start the library's own (tcp and shm: the progress engine's
+     * epoll set and wake-up eventfd). */
     int fds_before = 0;
     struct rpma_conn *conns[CONNS];
     for (int j = 0; j < CONNS; j++) {
