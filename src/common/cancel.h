@@ -3,8 +3,10 @@
 // engine thread, an eventfd write) lie between steps that must not be cut apart. A blocking call
 // (rpma_cq_wait, rpma_conn_wait, rpma_conn_next_event, rpma_ep_next_conn_req) leaves the
 // caller's setting in place across its wait, where it holds nothing or a guard puts back what it
-// holds (Progress::drive), and turns it off around the rest (CancelOff, CancelOn). So a program
-// can cancel a thread blocked there, as with upstream, and no other call is cut short.
+// holds (Progress::drive), and turns it off around the rest (CancelOff, CancelOn). A wait that
+// takes something (an event, a queue's unit) sleeps in a poll and takes it with cancellation off
+// (take_when_readable, common/fd.h). So a program can cancel a thread blocked there, as with
+// upstream, and no other call is cut short, nor anything lost.
 #pragma once
 
 #include <pthread.h>

@@ -1,10 +1,15 @@
 // Owning file descriptor.
 #pragma once
 
+#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <mutex>
 #include <utility>
+
+#include "common/cancel.h"
 
 namespace rpma {
 
@@ -37,6 +42,33 @@ class Fd {
 inline bool readable_now(int fd) {
     pollfd p{fd, POLLIN, 0};
     return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+// Whether fd is in non-blocking mode (an application may set it on an fd the library hands out).
+inline bool nonblocking(int fd) noexcept {
+    int fl = ::fcntl(fd, F_GETFL);
+    return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+// A blocking take from fd that pthread_cancel(3) cannot cut in half: the sleep is a poll, which
+// takes nothing, and take() runs with cancellation off, under mu, once fd reports something, so
+// no other taker empties fd first and take() does not block. A blocking read as the sleep could
+// be cancelled after it had taken its data (glibc 2.36 turns asynchronous cancellation on around
+// the call), losing it: a verbs event never acknowledged (ibv_destroy_cq and rdma_destroy_id
+// then wait for ever), a queue's unit gone. On a non-blocking fd take() runs at once and says
+// itself that nothing was there.
+template <class Take>
+auto take_when_readable(int fd, std::mutex &mu, Take take) -> decltype(take()) {
+    const bool sleep = !nonblocking(fd);
+    for (;;) {
+        pollfd p{fd, POLLIN, 0};
+        if (sleep && ::poll(&p, 1, -1) < 0 && errno == EINTR) continue;  // the cancellation point
+        CancelOff off;
+        std::lock_guard lk(mu);
+        p.revents = 0;
+        // an error or hang-up counts: take() meets it and reports it
+        if (!sleep || ::poll(&p, 1, 0) != 0) return take();
+    }
 }
 
 }  // namespace rpma

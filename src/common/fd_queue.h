@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 
+#include "common/cancel.h"
 #include "common/fd.h"
 
 namespace rpma {
@@ -36,37 +37,22 @@ class FdQueue {
     }
 
     // Takes one item; blocks unless the fd is non-blocking. nullopt: nothing ready (or error).
+    // A cancelled caller takes nothing (take_when_readable).
     std::optional<T> pop() {
-        uint64_t v;
-        for (;;) {
-            ssize_t r = ::read(fd_.get(), &v, sizeof(v));
-            if (r == sizeof(v)) break;
-            if (r < 0 && errno == EINTR) continue;
-            return std::nullopt;
-        }
-        std::lock_guard lk(mu_);
-        if (items_.empty()) return std::nullopt;  // cannot happen: one unit per item
-        T item = std::move(items_.front());
-        items_.pop_front();
-        return item;
+        return take_when_readable(fd_.get(), mu_, [this] { return take_locked(); });
     }
 
     // Takes one item only if one is ready, whatever the fd's blocking mode. An empty queue
     // costs no system call (a waiter checks it before every sleep); an item pushed meanwhile
     // makes the fd readable, which that sleep watches.
     std::optional<T> try_pop() {
-        {
-            std::lock_guard lk(mu_);
-            if (items_.empty()) return std::nullopt;
-        }
-        if (!readable_now(fd_.get())) return std::nullopt;
-        return pop();
+        CancelOff off;
+        std::lock_guard lk(mu_);
+        if (items_.empty() || !readable_now(fd_.get())) return std::nullopt;
+        return take_locked();
     }
 
-    bool nonblocking() const noexcept {
-        int fl = ::fcntl(fd_.get(), F_GETFL);
-        return fl >= 0 && (fl & O_NONBLOCK);
-    }
+    bool nonblocking() const noexcept { return rpma::nonblocking(fd_.get()); }
 
     // Takes every item without touching the counter's blocking mode (used at teardown).
     std::deque<T> drain() {
@@ -77,6 +63,22 @@ class FdQueue {
     }
 
   private:
+    // One unit and its item, with mu_ held and cancellation off. An item is pushed before its
+    // unit is written, so a unit read has its item (drain() alone leaves units without one).
+    std::optional<T> take_locked() {
+        uint64_t v;
+        for (;;) {
+            ssize_t r = ::read(fd_.get(), &v, sizeof(v));
+            if (r == sizeof(v)) break;
+            if (r < 0 && errno == EINTR) continue;
+            return std::nullopt;
+        }
+        if (items_.empty()) return std::nullopt;
+        T item = std::move(items_.front());
+        items_.pop_front();
+        return item;
+    }
+
     Fd fd_;
     std::mutex mu_;
     std::deque<T> items_;

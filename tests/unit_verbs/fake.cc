@@ -2,6 +2,8 @@
 // context ops stand in for rdma-core's inline calls.
 #include "fake.h"
 
+#include <pthread.h>
+
 #include <cstring>
 #include <deque>
 #include <map>
@@ -13,6 +15,7 @@ namespace {
 
 std::mutex g_mu;  // a test may call fakes from several threads
 std::map<std::string, int> g_calls;
+std::map<std::string, int> g_cancellable;             // calls made with cancellation on
 std::map<std::string, std::map<int, int>> g_scripts;  // fn -> call number -> error
 std::map<std::string, int> g_alive;
 std::deque<ibv_wc> g_wcs;
@@ -115,6 +118,7 @@ struct FakeDevice {
 void reset() {
     std::lock_guard lk(g_mu);
     g_calls.clear();
+    g_cancellable.clear();
     g_scripts.clear();
     g_wcs.clear();
     g_fired.clear();
@@ -136,8 +140,18 @@ int calls(const char *fn) {
     return it == g_calls.end() ? 0 : it->second;
 }
 
-int hit(const char *fn) {
+int cancellable_calls(const char *fn) {
     std::lock_guard lk(g_mu);
+    auto it = g_cancellable.find(fn);
+    return it == g_cancellable.end() ? 0 : it->second;
+}
+
+int hit(const char *fn) {
+    int state = PTHREAD_CANCEL_DISABLE;
+    ::pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
+    ::pthread_setcancelstate(state, nullptr);
+    std::lock_guard lk(g_mu);
+    if (state == PTHREAD_CANCEL_ENABLE) ++g_cancellable[fn];
     int n = ++g_calls[fn];
     auto s = g_scripts.find(fn);
     if (s == g_scripts.end()) return 0;

@@ -28,6 +28,9 @@ void fail(const char *fn, int err, int nth = 1);
 constexpr int kNoErrno = -1;
 // How often fn was called since reset().
 int calls(const char *fn);
+// How many of those calls were made with thread cancellation on (a cancellable read of an event
+// could take it and be cancelled before acknowledging it).
+int cancellable_calls(const char *fn);
 // Called by every wrapper: counts the call and returns the error scripted for it, or 0.
 int hit(const char *fn);
 

@@ -96,6 +96,18 @@ TEST_F(CqTest, WaitTakesAnEventAcksAndRearms) {
     EXPECT_EQ(fake::calls("ibv_req_notify_cq"), armed + 1);
 }
 
+// The event is read and acknowledged with cancellation off: one read and then cancelled would
+// never be acknowledged, and ibv_destroy_cq waits for it for ever.
+TEST_F(CqTest, WaitReadsTheEventWithCancellationOff) {
+    fake::fire(raw());
+    EXPECT_EQ(cq_->wait(), 0);
+    fake::fire(raw());
+    EXPECT_NE(ch_->wait(), nullptr);
+    EXPECT_EQ(fake::calls("ibv_get_cq_event"), 2);
+    EXPECT_EQ(fake::cancellable_calls("ibv_get_cq_event"), 0);
+    EXPECT_EQ(fake::cancellable_calls("ibv_ack_cq_events"), 0);
+}
+
 TEST_F(CqTest, WaitWithNothingOnANonBlockingChannel) {
     size_t before = log_count();
     EXPECT_EQ(cq_->wait(), RPMA_E_NO_COMPLETION);

@@ -1,6 +1,8 @@
 // verbs::Listener and ConnectRequest: each rdma_cm step of listening failing (everything made
 // before it freed), taking requests (errors, other events skipped, private data) and closing
 // with requests still queued (each rejected and freed), and an unanswered request's rejection.
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -91,6 +93,18 @@ TEST_F(ListenerTest, ASkippedEventAloneIsNoRequestAfterOneRead) {
     EXPECT_EQ(ep_->next(), nullptr);
     EXPECT_EQ(fake::calls("rdma_get_cm_event"), reads + 1) << "read on after the skipped event";
     EXPECT_EQ(fake::calls("rdma_ack_cm_event"), 1);
+}
+
+// The request is read with cancellation off after a poll on the blocking channel: a read
+// cancelled after taking it would leave it unacknowledged (CmEventTest has the why).
+TEST_F(ListenerTest, ReadsARequestWithCancellationOff) {
+    listen();
+    ASSERT_EQ(::fcntl(ch_->fd, F_SETFL, ::fcntl(ch_->fd, F_GETFL) & ~O_NONBLOCK), 0);
+    fake::deliver(ch_, fake::incoming_id(), RDMA_CM_EVENT_CONNECT_REQUEST);
+    auto req = ep_->next();
+    ASSERT_NE(req, nullptr);
+    EXPECT_EQ(fake::cancellable_calls("rdma_get_cm_event"), 0);
+    EXPECT_EQ(fake::cancellable_calls("rdma_ack_cm_event"), 0);
 }
 
 TEST_F(ListenerTest, TakesARequestWithItsPrivateDataSkippingOtherEvents) {

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/fd.h"
 #include "common/log.h"
 
 namespace rpma::verbs {
@@ -30,12 +31,20 @@ CompletionChannel::~CompletionChannel() {
 prov::CompletionQueue *CompletionChannel::wait() {
     ibv_cq *cq = nullptr;
     void *context = nullptr;
-    if (ibv_get_cq_event(ch_, &cq, &context) != 0) {
-        if (errno != EAGAIN) RPMA_LOG_ERROR("ibv_get_cq_event: %s", std::strerror(errno));
-        return nullptr;
-    }
-    ibv_ack_cq_events(cq, 1);
+    if (take(&cq, &context) != 0) return nullptr;
     return static_cast<prov::CompletionQueue *>(context);
+}
+
+int CompletionChannel::take(ibv_cq **cq, void **context) {
+    return take_when_readable(ch_->fd, take_mu_, [&] {
+        if (ibv_get_cq_event(ch_, cq, context) != 0) {
+            if (errno == EAGAIN) return RPMA_E_NO_COMPLETION;
+            RPMA_LOG_ERROR("ibv_get_cq_event: %s", std::strerror(errno));
+            return RPMA_E_PROVIDER;
+        }
+        ibv_ack_cq_events(*cq, 1);
+        return 0;
+    });
 }
 
 }  // namespace rpma::verbs

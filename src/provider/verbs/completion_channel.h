@@ -5,6 +5,8 @@
 #include <infiniband/verbs.h>
 #include <sys/types.h>
 
+#include <mutex>
+
 #include "provider/provider.h"
 
 namespace rpma::verbs {
@@ -17,12 +19,16 @@ class CompletionChannel final : public prov::CompletionChannel {
     // Takes one event (acknowledged at once) and returns its CQ; nullptr when the fd is
     // non-blocking and nothing fired, or on an error (logged).
     prov::CompletionQueue *wait() override;
+    // Takes one event and acknowledges it: 0, RPMA_E_NO_COMPLETION when the fd is non-blocking
+    // and nothing fired, RPMA_E_PROVIDER (logged). A cancelled caller takes nothing.
+    int take(ibv_cq **cq, void **context);
     ibv_comp_channel *raw() const noexcept { return ch_; }
 
   private:
     explicit CompletionChannel(ibv_comp_channel *ch) noexcept;
     ibv_comp_channel *ch_;
     pid_t pid_;
+    std::mutex take_mu_;  // one taker reads the fd at a time (take_when_readable)
 };
 
 }  // namespace rpma::verbs

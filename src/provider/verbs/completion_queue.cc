@@ -61,13 +61,8 @@ int CompletionQueue::wait() {
     if (shared_) return RPMA_E_SHARED_CHANNEL;
     ibv_cq *cq = nullptr;
     void *context = nullptr;
-    if (ibv_get_cq_event(channel_->raw(), &cq, &context) != 0) {
-        if (errno == EAGAIN) return RPMA_E_NO_COMPLETION;
-        RPMA_LOG_ERROR("ibv_get_cq_event: %s", std::strerror(errno));
-        return RPMA_E_PROVIDER;
-    }
+    if (int ret = channel_->take(&cq, &context)) return ret;
     CancelOff off;  // the wait was cancellable (common/cancel.h); the re-arm must not be cut off
-    ibv_ack_cq_events(cq, 1);
     if (int err = ibv_req_notify_cq(cq, 0)) {
         RPMA_LOG_ERROR("ibv_req_notify_cq: %s", std::strerror(err));
         return RPMA_E_PROVIDER;

@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/cancel.h"
 #include "common/fd.h"
 #include "common/log.h"
 #include "provider/verbs/connect_request.h"
@@ -67,24 +66,28 @@ std::unique_ptr<prov::IncomingRequest> Listener::next() {
         return nullptr;
     }
     for (;;) {
-        rdma_cm_event *ev = nullptr;
-        if (rdma_get_cm_event(ch_, &ev) != 0) {
-            if (errno != EAGAIN) RPMA_LOG_ERROR("rdma_get_cm_event: %s", std::strerror(errno));
-            return nullptr;
-        }
-        CancelOff off;  // an event taken is handled whole; the wait above may be cancelled
-        if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
-            RPMA_LOG_WARNING("endpoint: unexpected %s event, skipped", rdma_event_str(ev->event));
+        std::unique_ptr<prov::IncomingRequest> req;
+        bool skipped = false;
+        take_when_readable(ch_->fd, mu_, [&] {
+            rdma_cm_event *ev = nullptr;
+            if (rdma_get_cm_event(ch_, &ev) != 0) {
+                if (errno != EAGAIN) RPMA_LOG_ERROR("rdma_get_cm_event: %s", std::strerror(errno));
+                return;
+            }
+            if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+                RPMA_LOG_WARNING("endpoint: unexpected %s event, skipped",
+                                 rdma_event_str(ev->event));
+                rdma_ack_cm_event(ev);
+                skipped = true;
+                return;
+            }
+            req = std::make_unique<ConnectRequest>(ev->id, ev->param.conn.private_data,
+                                                   ev->param.conn.private_data_len);
+            // Acknowledged before the queue pair migrates the id, which waits for that.
             rdma_ack_cm_event(ev);
-            // the caller was woken by the skipped event: it must not block for the next one
-            if (!readable_now(ch_->fd)) return nullptr;
-            continue;
-        }
-        auto req = std::make_unique<ConnectRequest>(ev->id, ev->param.conn.private_data,
-                                                    ev->param.conn.private_data_len);
-        // Acknowledged before the queue pair migrates the id, which waits for that.
-        rdma_ack_cm_event(ev);
-        return req;
+        });
+        // the caller was woken by a skipped event: it must not block for the next one
+        if (!skipped || !readable_now(ch_->fd)) return req;
     }
 }
 

@@ -25,7 +25,7 @@ class Listener final : public prov::Listener {
     rdma_event_channel *ch_;
     rdma_cm_id *id_;
     pid_t pid_;
-    std::mutex mu_;  // close() against next()
+    std::mutex mu_;  // close() and next() read the channel one at a time
     bool closed_ = false;
 };
 

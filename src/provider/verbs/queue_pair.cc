@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/cancel.h"
 #include "common/fd.h"
 #include "common/log.h"
 #include "provider/verbs/completion_queue.h"
@@ -280,19 +279,23 @@ int QueuePair::disconnect() {
 
 int QueuePair::next_event(rpma_conn_event *out) {
     for (;;) {
-        rdma_cm_event *ev = nullptr;
-        if (rdma_get_cm_event(ch_, &ev) != 0) {
-            int err = errno;
-            if (err == EINTR) continue;
-            if (err == EAGAIN || err == EWOULDBLOCK || err == ENODATA) return RPMA_E_NO_EVENT;
-            RPMA_LOG_ERROR("rdma_get_cm_event: %s", std::strerror(err));
-            return RPMA_E_PROVIDER;
-        }
-        CancelOff off;  // an event taken is handled whole; the wait above may be cancelled
-        std::optional<rpma_conn_event> e = translate(*ev);
-        // Acknowledged at once: rdma_destroy_id waits for every event it handed out.
-        if (rdma_ack_cm_event(ev) != 0)
-            RPMA_LOG_ERROR("rdma_ack_cm_event: %s", std::strerror(errno));
+        std::optional<rpma_conn_event> e;
+        int ret = take_when_readable(ch_->fd, events_mu_, [&] {
+            rdma_cm_event *ev = nullptr;
+            while (rdma_get_cm_event(ch_, &ev) != 0) {
+                int err = errno;
+                if (err == EINTR) continue;
+                if (err == EAGAIN || err == EWOULDBLOCK || err == ENODATA) return RPMA_E_NO_EVENT;
+                RPMA_LOG_ERROR("rdma_get_cm_event: %s", std::strerror(err));
+                return RPMA_E_PROVIDER;
+            }
+            e = translate(*ev);
+            // Acknowledged at once: rdma_destroy_id waits for every event it handed out.
+            if (rdma_ack_cm_event(ev) != 0)
+                RPMA_LOG_ERROR("rdma_ack_cm_event: %s", std::strerror(errno));
+            return 0;
+        });
+        if (ret) return ret;
         if (e) {
             *out = *e;
             return 0;

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -55,6 +56,7 @@ class QueuePair final : public prov::QueuePair {
     bool passive_ = false;
     bool unanswered_ = false;  // a request's id, rejected at close() unless accepted
     rdma_event_channel *ch_ = nullptr;
+    std::mutex events_mu_;  // one reader of ch_ at a time (take_when_readable)
     std::vector<uint8_t> remote_pdata_;
     void *flush_page_ = nullptr;  // a page of its own: ibv_fork_init may mark it DONTFORK
     std::unique_ptr<Region> flush_target_;
