@@ -1,5 +1,5 @@
 // Which sanitizer the build runs under, for the few places that must show it an order it cannot
-// see by itself.
+// see by itself, and the tests it cannot run.
 #pragma once
 
 namespace rpma {
@@ -14,6 +14,18 @@ inline constexpr bool kThreadSanitizer = false;
 #endif
 #else
 inline constexpr bool kThreadSanitizer = false;
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
 #endif
 
 }  // namespace rpma
