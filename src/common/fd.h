@@ -51,23 +51,26 @@ inline bool nonblocking(int fd) noexcept {
 }
 
 // A blocking take from fd that pthread_cancel(3) cannot cut in half: the sleep is a poll, which
-// takes nothing, and take() runs with cancellation off, under mu, once fd reports something, so
-// no other taker empties fd first and take() does not block. A blocking read as the sleep could
-// be cancelled after it had taken its data (glibc 2.36 turns asynchronous cancellation on around
-// the call), losing it: a verbs event never acknowledged (ibv_destroy_cq and rdma_destroy_id
-// then wait for ever), a queue's unit gone. On a non-blocking fd take() runs at once and says
-// itself that nothing was there.
-template <class Take>
-auto take_when_readable(int fd, std::mutex &mu, Take take) -> decltype(take()) {
-    const bool sleep = !nonblocking(fd);
+// takes nothing, and take() runs with cancellation off, under mu, only once fd reports something,
+// so no other taker empties fd first. A blocking read as the sleep could be cancelled after it
+// had taken its data (glibc 2.36 turns asynchronous cancellation on around the call), losing it:
+// a verbs event never acknowledged (ibv_destroy_cq and rdma_destroy_id then wait for ever), a
+// queue's unit gone. take() must not block on an fd with input (a read that drops what it read
+// and reads again must be made non-blocking). Returns take()'s result, or none when fd is
+// non-blocking and has nothing (or poll fails). The blocking mode is read on every pass, since
+// the application may switch it.
+template <class R, class Take>
+R take_when_readable(int fd, std::mutex &mu, R none, Take take) {
     for (;;) {
+        const bool sleep = !nonblocking(fd);
         pollfd p{fd, POLLIN, 0};
         if (sleep && ::poll(&p, 1, -1) < 0 && errno == EINTR) continue;  // the cancellation point
         CancelOff off;
         std::lock_guard lk(mu);
         p.revents = 0;
-        // an error or hang-up counts: take() meets it and reports it
-        if (!sleep || ::poll(&p, 1, 0) != 0) return take();
+        int n = ::poll(&p, 1, 0);
+        if (n > 0) return take();  // an error or hang-up counts too: take() meets and reports it
+        if (n < 0 || !sleep) return none;
     }
 }
 

@@ -39,7 +39,8 @@ class FdQueue {
     // Takes one item; blocks unless the fd is non-blocking. nullopt: nothing ready (or error).
     // A cancelled caller takes nothing (take_when_readable).
     std::optional<T> pop() {
-        return take_when_readable(fd_.get(), mu_, [this] { return take_locked(); });
+        return take_when_readable(fd_.get(), mu_, std::optional<T>{},
+                                  [this] { return take_locked(); });
     }
 
     // Takes one item only if one is ready, whatever the fd's blocking mode. An empty queue

@@ -3,7 +3,9 @@
 #include "fake.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -211,8 +213,12 @@ void queue_wc(const ibv_wc &wc) {
 }
 
 void fire(ibv_cq *cq) {
-    std::lock_guard lk(g_mu);
-    g_fired.push_back(cq);
+    {
+        std::lock_guard lk(g_mu);
+        g_fired.push_back(cq);
+    }
+    uint64_t one = 1;
+    if (cq->channel && ::write(cq->channel->fd, &one, sizeof(one)) != sizeof(one)) std::abort();
 }
 
 ibv_cq *take_fired() {

@@ -56,7 +56,8 @@ void set_bind_no_device(bool on);
 
 // Completions the next ibv_poll_cq calls hand out, in order.
 void queue_wc(const ibv_wc &wc);
-// A CQ whose channel fired: the next ibv_get_cq_event returns it (EAGAIN when none).
+// A CQ whose channel fired (a unit on the channel's fd): the next ibv_get_cq_event returns it
+// (EAGAIN when none).
 void fire(ibv_cq *cq);
 // Completion events acknowledged through ibv_ack_cq_events, summed.
 unsigned acked_cq_events();

@@ -104,6 +104,9 @@ TEST_F(CmEventTest, ReadsAnEventWithCancellationOff) {
     EXPECT_EQ(fake::calls("rdma_get_cm_event"), reads + 1);
     EXPECT_EQ(fake::cancellable_calls("rdma_get_cm_event"), 0);
     EXPECT_EQ(fake::cancellable_calls("rdma_ack_cm_event"), 0);
+    // read non-blocking, as librdmacm may read again inside; the channel's mode is put back
+    EXPECT_EQ(fake::calls("rdma_get_cm_event, non-blocking"), 1);
+    EXPECT_EQ(::fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
 }
 
 TEST_F(CmEventTest, ServerKeepsTheClientsPrivateData) {

@@ -1,6 +1,8 @@
 // verbs::CompletionQueue and CompletionChannel: polling (errors, the completion empty() holds
 // back), waiting (shared channel, non-blocking, ibv_get_cq_event and re-arming failing) and
 // the channel's own wait.
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -99,6 +101,9 @@ TEST_F(CqTest, WaitTakesAnEventAcksAndRearms) {
 // The event is read and acknowledged with cancellation off: one read and then cancelled would
 // never be acknowledged, and ibv_destroy_cq waits for it for ever.
 TEST_F(CqTest, WaitReadsTheEventWithCancellationOff) {
+    int fd = ch_->fd();
+    ASSERT_EQ(::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK), 0);  // as verbs makes it
+    int armed = fake::cancellable_calls("ibv_req_notify_cq");  // the CQ's creation armed it
     fake::fire(raw());
     EXPECT_EQ(cq_->wait(), 0);
     fake::fire(raw());
@@ -106,6 +111,7 @@ TEST_F(CqTest, WaitReadsTheEventWithCancellationOff) {
     EXPECT_EQ(fake::calls("ibv_get_cq_event"), 2);
     EXPECT_EQ(fake::cancellable_calls("ibv_get_cq_event"), 0);
     EXPECT_EQ(fake::cancellable_calls("ibv_ack_cq_events"), 0);
+    EXPECT_EQ(fake::cancellable_calls("ibv_req_notify_cq"), armed) << "the re-arm, with them";
 }
 
 TEST_F(CqTest, WaitWithNothingOnANonBlockingChannel) {
@@ -115,6 +121,7 @@ TEST_F(CqTest, WaitWithNothingOnANonBlockingChannel) {
 }
 
 TEST_F(CqTest, WaitFails) {
+    fake::fire(raw());  // the fd reports something: only then is it read
     fake::fail("ibv_get_cq_event", EIO);
     EXPECT_EQ(cq_->wait(), RPMA_E_PROVIDER);
     EXPECT_TRUE(logged_error("ibv_get_cq_event", std::strerror(EIO)));
@@ -149,11 +156,13 @@ TEST_F(CqTest, ChannelWaitNamesTheCqThatFired) {
     EXPECT_EQ(ch_->wait(), other.get());
     EXPECT_EQ(fake::acked_cq_events(), 1u);
     size_t before = log_count();
-    EXPECT_EQ(ch_->wait(), nullptr);  // nothing fired: EAGAIN, not logged
+    EXPECT_EQ(ch_->wait(), nullptr);  // nothing fired: not read, not logged
     EXPECT_EQ(log_count(), before);
+    EXPECT_EQ(fake::calls("ibv_get_cq_event"), 1);
 }
 
 TEST_F(CqTest, ChannelWaitFails) {
+    fake::fire(raw());
     fake::fail("ibv_get_cq_event", EBADF);
     EXPECT_EQ(ch_->wait(), nullptr);
     EXPECT_TRUE(logged_error("ibv_get_cq_event", std::strerror(EBADF)));

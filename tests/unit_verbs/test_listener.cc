@@ -79,6 +79,7 @@ TEST_F(ListenerTest, NothingWaiting) {
 
 TEST_F(ListenerTest, GetEventFails) {
     listen();
+    fake::deliver(ch_, fake::incoming_id(), RDMA_CM_EVENT_CONNECT_REQUEST);  // read only then
     fake::fail("rdma_get_cm_event", EIO);
     EXPECT_EQ(ep_->next(), nullptr);
     EXPECT_TRUE(logged_error("rdma_get_cm_event", std::strerror(EIO)));
@@ -105,6 +106,8 @@ TEST_F(ListenerTest, ReadsARequestWithCancellationOff) {
     ASSERT_NE(req, nullptr);
     EXPECT_EQ(fake::cancellable_calls("rdma_get_cm_event"), 0);
     EXPECT_EQ(fake::cancellable_calls("rdma_ack_cm_event"), 0);
+    EXPECT_EQ(fake::calls("rdma_get_cm_event, non-blocking"), 1);  // CmEventTest has the why
+    EXPECT_EQ(::fcntl(ch_->fd, F_GETFL) & O_NONBLOCK, 0);
 }
 
 TEST_F(ListenerTest, TakesARequestWithItsPrivateDataSkippingOtherEvents) {

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "fake_internal.h"
@@ -112,7 +114,8 @@ ibv_comp_channel *__wrap_ibv_create_comp_channel(ibv_context *ctx) {
     }
     auto *ch = make<ibv_comp_channel>("comp_channel");
     ch->context = ctx;
-    ch->fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    // one unit per fired CQ (fake::fire), so a poll sees it; non-blocking: the fakes never block
+    ch->fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
     return ch;
 }
 
@@ -141,7 +144,7 @@ int __wrap_ibv_destroy_cq(ibv_cq *cq) {
     return hit("ibv_destroy_cq");
 }
 
-int __wrap_ibv_get_cq_event(ibv_comp_channel *, ibv_cq **cq, void **cq_context) {
+int __wrap_ibv_get_cq_event(ibv_comp_channel *ch, ibv_cq **cq, void **cq_context) {
     if (int err = hit("ibv_get_cq_event")) {
         errno = err;
         return -1;
@@ -151,6 +154,8 @@ int __wrap_ibv_get_cq_event(ibv_comp_channel *, ibv_cq **cq, void **cq_context) 
         errno = EAGAIN;  // a non-blocking channel with nothing pending
         return -1;
     }
+    uint64_t unit;
+    if (::read(ch->fd, &unit, sizeof(unit)) != sizeof(unit)) std::abort();
     *cq = fired;
     *cq_context = fired->cq_context;
     return 0;

@@ -35,14 +35,19 @@ prov::CompletionQueue *CompletionChannel::wait() {
     return static_cast<prov::CompletionQueue *>(context);
 }
 
-int CompletionChannel::take(ibv_cq **cq, void **context) {
-    return take_when_readable(ch_->fd, take_mu_, [&] {
+int CompletionChannel::take(ibv_cq **cq, void **context, bool rearm) {
+    return take_when_readable(ch_->fd, take_mu_, RPMA_E_NO_COMPLETION, [&] {
         if (ibv_get_cq_event(ch_, cq, context) != 0) {
             if (errno == EAGAIN) return RPMA_E_NO_COMPLETION;
             RPMA_LOG_ERROR("ibv_get_cq_event: %s", std::strerror(errno));
             return RPMA_E_PROVIDER;
         }
         ibv_ack_cq_events(*cq, 1);
+        if (!rearm) return 0;
+        if (int err = ibv_req_notify_cq(*cq, 0)) {
+            RPMA_LOG_ERROR("ibv_req_notify_cq: %s", std::strerror(err));
+            return RPMA_E_PROVIDER;
+        }
         return 0;
     });
 }

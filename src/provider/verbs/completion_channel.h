@@ -19,9 +19,10 @@ class CompletionChannel final : public prov::CompletionChannel {
     // Takes one event (acknowledged at once) and returns its CQ; nullptr when the fd is
     // non-blocking and nothing fired, or on an error (logged).
     prov::CompletionQueue *wait() override;
-    // Takes one event and acknowledges it: 0, RPMA_E_NO_COMPLETION when the fd is non-blocking
-    // and nothing fired, RPMA_E_PROVIDER (logged). A cancelled caller takes nothing.
-    int take(ibv_cq **cq, void **context);
+    // Takes one event, acknowledges it and, with rearm, re-arms its CQ, all with cancellation
+    // off: 0, RPMA_E_NO_COMPLETION when the fd is non-blocking and nothing fired,
+    // RPMA_E_PROVIDER (logged). A cancelled caller takes nothing.
+    int take(ibv_cq **cq, void **context, bool rearm = false);
     ibv_comp_channel *raw() const noexcept { return ch_; }
 
   private:

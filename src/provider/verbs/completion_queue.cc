@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/cancel.h"
 #include "common/log.h"
 
 namespace rpma::verbs {
@@ -61,13 +60,7 @@ int CompletionQueue::wait() {
     if (shared_) return RPMA_E_SHARED_CHANNEL;
     ibv_cq *cq = nullptr;
     void *context = nullptr;
-    if (int ret = channel_->take(&cq, &context)) return ret;
-    CancelOff off;  // the wait was cancellable (common/cancel.h); the re-arm must not be cut off
-    if (int err = ibv_req_notify_cq(cq, 0)) {
-        RPMA_LOG_ERROR("ibv_req_notify_cq: %s", std::strerror(err));
-        return RPMA_E_PROVIDER;
-    }
-    return 0;
+    return channel_->take(&cq, &context, true);
 }
 
 void CompletionQueue::arm() noexcept {

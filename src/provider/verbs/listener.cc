@@ -8,6 +8,7 @@
 
 #include "common/fd.h"
 #include "common/log.h"
+#include "provider/verbs/cm_event.h"
 #include "provider/verbs/connect_request.h"
 
 namespace rpma::verbs {
@@ -66,25 +67,29 @@ std::unique_ptr<prov::IncomingRequest> Listener::next() {
         return nullptr;
     }
     for (;;) {
-        std::unique_ptr<prov::IncomingRequest> req;
         bool skipped = false;
-        take_when_readable(ch_->fd, mu_, [&] {
+        auto req = take_when_readable(ch_->fd, mu_, std::unique_ptr<prov::IncomingRequest>(), [&] {
+            std::unique_ptr<prov::IncomingRequest> r;
             rdma_cm_event *ev = nullptr;
-            if (rdma_get_cm_event(ch_, &ev) != 0) {
+            if (get_cm_event_now(ch_, &ev) != 0) {
                 if (errno != EAGAIN) RPMA_LOG_ERROR("rdma_get_cm_event: %s", std::strerror(errno));
-                return;
+                return r;
             }
+            // Acknowledged on every way out, before the queue pair migrates the id (which waits
+            // for that): rdma_destroy_id waits for every event handed out.
+            struct Ack {
+                rdma_cm_event *ev;
+                ~Ack() { rdma_ack_cm_event(ev); }
+            } ack{ev};
             if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
                 RPMA_LOG_WARNING("endpoint: unexpected %s event, skipped",
                                  rdma_event_str(ev->event));
-                rdma_ack_cm_event(ev);
                 skipped = true;
-                return;
+                return r;
             }
-            req = std::make_unique<ConnectRequest>(ev->id, ev->param.conn.private_data,
-                                                   ev->param.conn.private_data_len);
-            // Acknowledged before the queue pair migrates the id, which waits for that.
-            rdma_ack_cm_event(ev);
+            r = std::make_unique<ConnectRequest>(ev->id, ev->param.conn.private_data,
+                                                 ev->param.conn.private_data_len);
+            return r;
         });
         // the caller was woken by a skipped event: it must not block for the next one
         if (!skipped || !readable_now(ch_->fd)) return req;

@@ -9,6 +9,7 @@
 
 #include "common/fd.h"
 #include "common/log.h"
+#include "provider/verbs/cm_event.h"
 #include "provider/verbs/completion_queue.h"
 #include "provider/verbs/domain.h"
 #include "provider/verbs/shared_recv_queue.h"
@@ -280,9 +281,9 @@ int QueuePair::disconnect() {
 int QueuePair::next_event(rpma_conn_event *out) {
     for (;;) {
         std::optional<rpma_conn_event> e;
-        int ret = take_when_readable(ch_->fd, events_mu_, [&] {
+        int ret = take_when_readable(ch_->fd, events_mu_, RPMA_E_NO_EVENT, [&] {
             rdma_cm_event *ev = nullptr;
-            while (rdma_get_cm_event(ch_, &ev) != 0) {
+            while (get_cm_event_now(ch_, &ev) != 0) {
                 int err = errno;
                 if (err == EINTR) continue;
                 if (err == EAGAIN || err == EWOULDBLOCK || err == ENODATA) return RPMA_E_NO_EVENT;
