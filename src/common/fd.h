@@ -50,6 +50,13 @@ inline bool nonblocking(int fd) noexcept {
     return fl >= 0 && (fl & O_NONBLOCK);
 }
 
+// Puts fd in non-blocking mode (on) or out of it, its other flags kept; true if that changed it.
+inline bool set_nonblocking(int fd, bool on) noexcept {
+    int fl = ::fcntl(fd, F_GETFL);
+    if (fl < 0 || ((fl & O_NONBLOCK) != 0) == on) return false;
+    return ::fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK) == 0;
+}
+
 // A blocking take from fd that pthread_cancel(3) cannot cut in half: the sleep is a poll, which
 // takes nothing, and take() runs with cancellation off, under mu, only once fd reports something,
 // so no other taker empties fd first. A blocking read as the sleep could be cancelled after it
@@ -67,7 +74,6 @@ R take_when_readable(int fd, std::mutex &mu, R none, Take take) {
         if (sleep && ::poll(&p, 1, -1) < 0 && errno == EINTR) continue;  // the cancellation point
         CancelOff off;
         std::lock_guard lk(mu);
-        p.revents = 0;
         int n = ::poll(&p, 1, 0);
         if (n > 0) return take();  // an error or hang-up counts too: take() meets and reports it
         if (n < 0 || !sleep) return none;

@@ -4,28 +4,24 @@
 
 namespace rpma {
 
-#if defined(__SANITIZE_THREAD__)
-inline constexpr bool kThreadSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-inline constexpr bool kThreadSanitizer = true;
+#ifdef __has_feature  // clang, and GCC from 14; older GCC defines __SANITIZE_*__ only
+#define RPMA_HAS_FEATURE(x) __has_feature(x)
 #else
-inline constexpr bool kThreadSanitizer = false;
+#define RPMA_HAS_FEATURE(x) 0
 #endif
+
+#if defined(__SANITIZE_THREAD__) || RPMA_HAS_FEATURE(thread_sanitizer)
+inline constexpr bool kThreadSanitizer = true;
 #else
 inline constexpr bool kThreadSanitizer = false;
 #endif
 
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if defined(__SANITIZE_ADDRESS__) || RPMA_HAS_FEATURE(address_sanitizer)
 inline constexpr bool kAddressSanitizer = true;
 #else
 inline constexpr bool kAddressSanitizer = false;
 #endif
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
+
+#undef RPMA_HAS_FEATURE
 
 }  // namespace rpma

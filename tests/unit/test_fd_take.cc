@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "../support/cancel_state.h"
 #include "common/fd.h"
 #include "common/fd_queue.h"
 #include "common/sanitizer.h"
@@ -19,12 +20,7 @@
 namespace rpma {
 namespace {
 
-bool cancellation_on() {
-    int state = PTHREAD_CANCEL_DISABLE;
-    ::pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
-    ::pthread_setcancelstate(state, nullptr);
-    return state == PTHREAD_CANCEL_ENABLE;
-}
+using test::cancellation_on;
 
 uint64_t units(int fd) {  // what a semaphore eventfd holds, taken
     uint64_t n = 0, v = 0;
@@ -94,12 +90,12 @@ TEST(FdTake, ACancelledWaiterTakesNothing) {
     Fd fd(::eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC | EFD_NONBLOCK));
     post(fd.get());
     // blocking for the waiter, non-blocking for the count afterwards
-    ASSERT_EQ(::fcntl(fd.get(), F_SETFL, 0), 0);
+    ASSERT_TRUE(set_nonblocking(fd.get(), false));
     std::mutex mu;
     Sleeper s{fd.get(), &mu};
     expect_cancelled(take_cancelled, &s);
     EXPECT_FALSE(s.took);
-    ASSERT_EQ(::fcntl(fd.get(), F_SETFL, O_NONBLOCK), 0);
+    ASSERT_TRUE(set_nonblocking(fd.get(), true));
     EXPECT_EQ(units(fd.get()), 1u) << "the unit is still there";
 }
 

@@ -2,7 +2,6 @@
 // context ops stand in for rdma-core's inline calls.
 #include "fake.h"
 
-#include <pthread.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -10,6 +9,8 @@
 #include <deque>
 #include <map>
 #include <mutex>
+
+#include "../support/cancel_state.h"
 
 namespace rpma::fake {
 
@@ -149,11 +150,9 @@ int cancellable_calls(const char *fn) {
 }
 
 int hit(const char *fn) {
-    int state = PTHREAD_CANCEL_DISABLE;
-    ::pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
-    ::pthread_setcancelstate(state, nullptr);
+    bool cancellable = test::cancellation_on();
     std::lock_guard lk(g_mu);
-    if (state == PTHREAD_CANCEL_ENABLE) ++g_cancellable[fn];
+    if (cancellable) ++g_cancellable[fn];
     int n = ++g_calls[fn];
     auto s = g_scripts.find(fn);
     if (s == g_scripts.end()) return 0;

@@ -1,11 +1,10 @@
 // rdma_cm events to rpma_conn_events: each queue pair's id on an event channel of its own, read
 // by next_event on the caller's thread (no thread of the provider's), the mapping of each event
 // type, and the failures of the channel's calls.
-#include <fcntl.h>
-
 #include <cerrno>
 #include <cstring>
 
+#include "common/fd.h"
 #include "qp_fixture.h"
 
 namespace rpma::test {
@@ -95,7 +94,7 @@ TEST_F(CmEventTest, ADroppedSecondCloseAloneIsNoEventAfterOneRead) {
 TEST_F(CmEventTest, ReadsAnEventWithCancellationOff) {
     ASSERT_EQ(create_active(), 0);
     int fd = qp_->event_fd();
-    ASSERT_EQ(::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK), 0);
+    ASSERT_TRUE(set_nonblocking(fd, false));  // blocking, as rdma_cm makes it
     deliver(RDMA_CM_EVENT_ESTABLISHED);
     int reads = fake::calls("rdma_get_cm_event");
     rpma_conn_event ev = RPMA_CONN_UNDEFINED;
@@ -106,7 +105,7 @@ TEST_F(CmEventTest, ReadsAnEventWithCancellationOff) {
     EXPECT_EQ(fake::cancellable_calls("rdma_ack_cm_event"), 0);
     // read non-blocking, as librdmacm may read again inside; the channel's mode is put back
     EXPECT_EQ(fake::calls("rdma_get_cm_event, non-blocking"), 1);
-    EXPECT_EQ(::fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+    EXPECT_FALSE(nonblocking(fd));
 }
 
 TEST_F(CmEventTest, ServerKeepsTheClientsPrivateData) {

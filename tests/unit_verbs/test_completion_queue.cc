@@ -1,11 +1,10 @@
 // verbs::CompletionQueue and CompletionChannel: polling (errors, the completion empty() holds
 // back), waiting (shared channel, non-blocking, ibv_get_cq_event and re-arming failing) and
 // the channel's own wait.
-#include <fcntl.h>
-
 #include <cerrno>
 #include <cstring>
 
+#include "common/fd.h"
 #include "provider/verbs/completion_channel.h"
 #include "provider/verbs/completion_queue.h"
 #include "provider/verbs/domain.h"
@@ -102,7 +101,7 @@ TEST_F(CqTest, WaitTakesAnEventAcksAndRearms) {
 // never be acknowledged, and ibv_destroy_cq waits for it for ever.
 TEST_F(CqTest, WaitReadsTheEventWithCancellationOff) {
     int fd = ch_->fd();
-    ASSERT_EQ(::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK), 0);  // as verbs makes it
+    ASSERT_TRUE(set_nonblocking(fd, false));                   // blocking, as verbs makes it
     int armed = fake::cancellable_calls("ibv_req_notify_cq");  // the CQ's creation armed it
     fake::fire(raw());
     EXPECT_EQ(cq_->wait(), 0);

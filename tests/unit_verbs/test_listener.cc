@@ -1,11 +1,10 @@
 // verbs::Listener and ConnectRequest: each rdma_cm step of listening failing (everything made
 // before it freed), taking requests (errors, other events skipped, private data) and closing
 // with requests still queued (each rejected and freed), and an unanswered request's rejection.
-#include <fcntl.h>
-
 #include <cerrno>
 #include <cstring>
 
+#include "common/fd.h"
 #include "provider/verbs/connect_request.h"
 #include "provider/verbs/listener.h"
 #include "verbs_test.h"
@@ -100,14 +99,14 @@ TEST_F(ListenerTest, ASkippedEventAloneIsNoRequestAfterOneRead) {
 // cancelled after taking it would leave it unacknowledged (CmEventTest has the why).
 TEST_F(ListenerTest, ReadsARequestWithCancellationOff) {
     listen();
-    ASSERT_EQ(::fcntl(ch_->fd, F_SETFL, ::fcntl(ch_->fd, F_GETFL) & ~O_NONBLOCK), 0);
+    ASSERT_TRUE(set_nonblocking(ch_->fd, false));
     fake::deliver(ch_, fake::incoming_id(), RDMA_CM_EVENT_CONNECT_REQUEST);
     auto req = ep_->next();
     ASSERT_NE(req, nullptr);
     EXPECT_EQ(fake::cancellable_calls("rdma_get_cm_event"), 0);
     EXPECT_EQ(fake::cancellable_calls("rdma_ack_cm_event"), 0);
     EXPECT_EQ(fake::calls("rdma_get_cm_event, non-blocking"), 1);  // CmEventTest has the why
-    EXPECT_EQ(::fcntl(ch_->fd, F_GETFL) & O_NONBLOCK, 0);
+    EXPECT_FALSE(nonblocking(ch_->fd));
 }
 
 TEST_F(ListenerTest, TakesARequestWithItsPrivateDataSkippingOtherEvents) {

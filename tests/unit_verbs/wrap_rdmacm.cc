@@ -1,7 +1,6 @@
 // The librdmacm entry points the verbs provider calls, replaced at link time (--wrap). An event
 // channel is a real eventfd (semaphore mode): one unit per queued event, so a poll(2) on its fd
 // (the connection's event fd) wakes exactly when rdma_get_cm_event has something to return.
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/fd.h"
 #include "fake_internal.h"
 
 using namespace rpma::fake;
@@ -149,7 +149,7 @@ void __wrap_rdma_destroy_event_channel(rdma_event_channel *ch) {
 int __wrap_rdma_get_cm_event(rdma_event_channel *ch, rdma_cm_event **event) {
     // librdmacm may read again inside the call (an event it drops): only a non-blocking read
     // cannot then sleep, so that is counted apart
-    if (::fcntl(ch->fd, F_GETFL) & O_NONBLOCK) hit("rdma_get_cm_event, non-blocking");
+    if (rpma::nonblocking(ch->fd)) hit("rdma_get_cm_event, non-blocking");
     if (int err = hit("rdma_get_cm_event")) {
         errno = err;
         return -1;

@@ -4,21 +4,20 @@
 // held. The read is made non-blocking for that one call and the channel's mode put back.
 #pragma once
 
-#include <fcntl.h>
 #include <rdma/rdma_cma.h>
 
 #include <cerrno>
+
+#include "common/fd.h"
 
 namespace rpma::verbs {
 
 // 0, or -1 with errno (EAGAIN: nothing after all, an event dropped by librdmacm).
 inline int get_cm_event_now(rdma_event_channel *ch, rdma_cm_event **ev) {
-    int fl = ::fcntl(ch->fd, F_GETFL);
-    bool flip = fl >= 0 && !(fl & O_NONBLOCK);
-    if (flip) ::fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK);
+    bool flip = set_nonblocking(ch->fd, true);
     int ret = rdma_get_cm_event(ch, ev);
     int err = errno;
-    if (flip) ::fcntl(ch->fd, F_SETFL, fl);
+    if (flip) set_nonblocking(ch->fd, false);
     errno = err;
     return ret;
 }

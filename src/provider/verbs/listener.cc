@@ -1,6 +1,5 @@
 #include "provider/verbs/listener.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -102,8 +101,7 @@ void Listener::close() {
     closed_ = true;
     if (::getpid() != pid_) return;
     // Requests not taken yet: each new id is rejected and freed with its event.
-    int fl = ::fcntl(ch_->fd, F_GETFL);
-    if (fl >= 0) ::fcntl(ch_->fd, F_SETFL, fl | O_NONBLOCK);
+    set_nonblocking(ch_->fd, true);
     rdma_cm_event *ev = nullptr;
     while (rdma_get_cm_event(ch_, &ev) == 0) {
         if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
