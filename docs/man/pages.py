@@ -449,7 +449,10 @@ page("rpma_conn_get_event_fd", "get the file descriptor of a connection's events
 the connection {conn} has an event waiting for [[rpma_conn_next_event]]. Each connection has its
 own. The descriptor belongs to the connection: do not close it; it is valid until
 [[rpma_conn_delete]]. It is blocking; after setting **O_NONBLOCK** on it with [[fcntl(2)]],
-[[rpma_conn_next_event]] returns **RPMA_E_NO_EVENT** instead of blocking.""",
+[[rpma_conn_next_event]] returns **RPMA_E_NO_EVENT** instead of blocking. Change the mode while no
+other thread is inside [[rpma_conn_next_event]]: over an RDMA device that call makes the
+descriptor non-blocking for the length of its read and then puts the mode back, which can undo a
+change made at the same moment.""",
      ret=ret_out("*fd"),
      errors=[inval_null("conn", "fd")],
      see=["rpma_conn_next_event"])
@@ -768,7 +771,8 @@ page("rpma_ep_get_fd", "get the file descriptor of an endpoint",
 endpoint {ep} has an incoming request waiting for [[rpma_ep_next_conn_req]]. It belongs to the
 endpoint: do not close it; it is valid until [[rpma_ep_shutdown]]. It is blocking; after setting
 **O_NONBLOCK** on it with [[fcntl(2)]], [[rpma_ep_next_conn_req]] returns **RPMA_E_NO_EVENT**
-instead of blocking.""",
+instead of blocking. Change the mode while no other thread is inside [[rpma_ep_next_conn_req]],
+for the reason [[rpma_conn_get_event_fd]] gives.""",
      ret=ret_out("*fd"),
      errors=[inval_null("ep", "fd")],
      see=["rpma_ep_next_conn_req", "rpma_ep_listen"])
