@@ -2,7 +2,6 @@
 // push order and in batches of at most num_entries, the channel gets one event per arming, and
 // rpma_cq_wait's error codes for a shared and a non-blocking channel; and the progress hook
 // (ProgressHook) that get_wc and wait run, with a fake hook in place of a queue pair.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <librpma.h>
 #include <poll.h>
@@ -11,12 +10,16 @@
 #include <functional>
 #include <future>
 
+#include "common/fd.h"
 #include "provider/soft/compl_channel.h"
 #include "provider/soft/cq.h"
 
 using rpma::ComplChannel;
 using rpma::Cq;
+using rpma::nonblocking;
 using rpma::ProgressHook;
+using rpma::readable_now;
+using rpma::set_nonblocking;
 
 namespace {
 
@@ -30,15 +33,13 @@ ibv_wc Wc(uint64_t wr_id) {
 
 // True if the channel's fd holds an event (without taking it).
 bool Readable(const ComplChannel &ch) {
-    pollfd p{ch.fd(), POLLIN, 0};
-    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+    return readable_now(ch.fd());
 }
 
 // The channel's fd made O_NONBLOCK, as an application that polls it does.
 void MakeNonBlocking(const ComplChannel &ch) {
-    int fl = ::fcntl(ch.fd(), F_GETFL);
-    ASSERT_GE(fl, 0);
-    ASSERT_EQ(::fcntl(ch.fd(), F_SETFL, fl | O_NONBLOCK), 0);
+    set_nonblocking(ch.fd(), true);
+    ASSERT_TRUE(nonblocking(ch.fd()));
 }
 
 TEST(SoftCq, EmptyGivesNoCompletion) {

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "../support/socket_pair.h"
+#include "common/fd.h"
 #include "common/fd_queue.h"
 #include "provider/provider.h"
 #include "provider/rc/progress.h"
@@ -54,9 +55,8 @@ bool Readable(int fd, int timeout_ms = kWaitMs) {
 
 // next() blocks on a blocking fd (rpma_ep_next_conn_req); the tests never want that.
 void NonBlocking(int fd) {
-    int fl = ::fcntl(fd, F_GETFL);
-    ASSERT_GE(fl, 0);
-    ASSERT_EQ(::fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
+    set_nonblocking(fd, true);
+    ASSERT_TRUE(nonblocking(fd));
 }
 
 std::string Str(const std::vector<uint8_t> &v) {
@@ -858,8 +858,8 @@ class TcpParkCheckTest : public TcpWaiterServesTest {
         EXPECT_EQ(wc.wr_id, id);
         while (c_.ch->wait()) {
         }
-        int fl = ::fcntl(c_.ch->fd(), F_GETFL);  // blocking again, for Next's waits
-        ASSERT_EQ(::fcntl(c_.ch->fd(), F_SETFL, fl & ~O_NONBLOCK), 0);
+        set_nonblocking(c_.ch->fd(), false);  // blocking again, for Next's waits
+        ASSERT_FALSE(nonblocking(c_.ch->fd()));
     }
 };
 

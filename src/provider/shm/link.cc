@@ -1,7 +1,6 @@
 #include "provider/shm/link.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -209,7 +208,7 @@ std::shared_ptr<Link> Link::accept_offer(Fd ctl, const Offer &o, Fd *fds, int nf
             return nullptr;
         }
         // the ring must never block a thread; the flag is the peer's too, which is harmless
-        ::fcntl(fds[i].get(), F_SETFL, O_NONBLOCK);
+        set_nonblocking(fds[i].get(), true);
         l->fds_[i] = std::move(fds[i]);
     }
     l->token_ = o.token;
