@@ -1,5 +1,6 @@
 #include "core/conn.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -77,7 +78,7 @@ int Conn::next_event(rpma_conn_event *ev) {
         e = *popped;
     }
     CancelOff off;
-    if (e == RPMA_CONN_ESTABLISHED) pdata_shown_.store(true, std::memory_order_release);
+    if (e == RPMA_CONN_ESTABLISHED) established_.store(true, std::memory_order_release);
     *ev = e;
     return 0;
 }
@@ -85,7 +86,7 @@ int Conn::next_event(rpma_conn_event *ev) {
 void Conn::private_data(rpma_conn_private_data *pd) const {
     pd->ptr = nullptr;
     pd->len = 0;
-    if (!pdata_shown_.load(std::memory_order_acquire)) return;
+    if (!established_.load(std::memory_order_acquire)) return;
     const auto &v = r_->qp->remote_pdata();
     if (v.empty()) return;
     pd->ptr = const_cast<uint8_t *>(v.data());
@@ -116,16 +117,19 @@ namespace {
     return false;
 }
 
-// Inline: every post checks it; the log is out of line.
+// Inline: every post checks it; the log is out of line. An empty range touches no memory, so
+// its offset is not checked, as a NIC checks no scatter entry of 0 bytes (the reference over rxe
+// completes it).
 inline bool local_range_ok(const MrLocal *mr, size_t off, size_t len, const char *what) {
-    return !mr || (off <= mr->size() && len <= mr->size() - off) ||
+    return !mr || len == 0 || (off <= mr->size() && len <= mr->size() - off) ||
            range_refused(mr, off, len, what);
 }
 
-// The request's local side, by reference: the provider takes a count only if it keeps it.
+// The request's local side, by reference: the provider takes a count only if it keeps it. An
+// empty range past the end points at the end.
 inline void set_local(prov::SendWr &wr, const MrLocal *mr, size_t off) {
     if (!mr) return;
-    wr.local = mr->ptr() + off;
+    wr.local = mr->ptr() + std::min(off, mr->size());
     wr.local_region = &mr->region();
 }
 
@@ -150,6 +154,13 @@ bool Conn::fault_logged(const MrLocal *mr, const char *what) const {
     return true;
 }
 
+[[gnu::cold]] int Conn::not_established() const {
+    RPMA_LOG_ERROR(
+        "the connection is not established yet: a client posts once rpma_conn_next_event has "
+        "returned RPMA_CONN_ESTABLISHED");
+    return RPMA_E_PROVIDER;
+}
+
 bool Conn::len_refused(size_t len) const {
     RPMA_LOG_ERROR("an operation moves at most %u bytes, not %zu", r_->peer->caps().max_op_length,
                    len);
@@ -169,7 +180,7 @@ int Conn::read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off
     wr.len = static_cast<uint32_t>(len);
     wr.raddr = src ? src->addr() + src_off : 0;
     wr.rkey = src ? src->rkey() : 0;
-    return r_->qp->post_send(std::move(wr));
+    return post(std::move(wr));
 }
 
 int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t src_off, size_t len,
@@ -185,7 +196,7 @@ int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t 
     wr.raddr = dst ? dst->addr() + dst_off : 0;
     wr.rkey = dst ? dst->rkey() : 0;
     wr.imm = imm ? *imm : 0;
-    return r_->qp->post_send(std::move(wr));
+    return post(std::move(wr));
 }
 
 // An atomic write stores one naturally aligned 8-byte word: src[8] of rpma_atomic_write.
@@ -201,7 +212,7 @@ int Conn::atomic_write(const MrRemote *dst, size_t dst_off, const char src[8], i
     wr.raddr = dst->addr() + dst_off;
     wr.rkey = dst->rkey();
     std::memcpy(&wr.value, src, sizeof(wr.value));
-    return r_->qp->post_send(std::move(wr));
+    return post(std::move(wr));
 }
 
 int Conn::flush(const MrRemote *dst, size_t dst_off, size_t len, rpma_flush_type type, int flags,
@@ -228,7 +239,7 @@ int Conn::flush(const MrRemote *dst, size_t dst_off, size_t len, rpma_flush_type
     wr.raddr = dst->addr() + dst_off;
     wr.rkey = dst->rkey();
     wr.persistent = type == RPMA_FLUSH_TYPE_PERSISTENT;
-    return r_->qp->post_send(std::move(wr));
+    return post(std::move(wr));
 }
 
 int Conn::send(const MrLocal *src, size_t off, size_t len, int flags, uint64_t wr_id,
@@ -242,7 +253,7 @@ int Conn::send(const MrLocal *src, size_t off, size_t len, int flags, uint64_t w
     wr.local_fault = local_fault(src, false, "send source");
     wr.len = static_cast<uint32_t>(len);
     wr.imm = imm ? *imm : 0;
-    return r_->qp->post_send(std::move(wr));
+    return post(std::move(wr));
 }
 
 int Conn::recv(MrLocal *dst, size_t off, size_t len, uint64_t wr_id) {

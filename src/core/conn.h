@@ -38,10 +38,11 @@ struct ConnResources {
 
 class Conn {
   public:
-    // pdata_known: the peer's private data shows at once (a server's, which came with the
-    // request); else from the ESTABLISHED event on (next_event).
-    Conn(std::unique_ptr<ConnResources> r, bool pdata_known) noexcept
-        : r_(std::move(r)), pdata_shown_(pdata_known) {}
+    // server: the connection counts as established at once (the client's private data came
+    // with the request, and rdma_accept leaves the queue pair ready to send); a client's from
+    // the ESTABLISHED event on (next_event).
+    Conn(std::unique_ptr<ConnResources> r, bool server) noexcept
+        : r_(std::move(r)), established_(server) {}
 
     Peer *peer() const noexcept { return r_->peer; }
     int event_fd() const noexcept { return r_->events ? r_->events->fd() : r_->qp->event_fd(); }
@@ -81,12 +82,22 @@ class Conn {
     }
     bool fault_logged(const MrLocal *mr, const char *what) const;
     bool len_refused(size_t len) const;
+    // The post itself, once the connection is established: before, a NIC's queue pair is not
+    // ready to send (librdmacm moves a client's to RTS as the client reads ESTABLISHED), and a
+    // tcp connection whose Reply came first must not take what the NIC would refuse.
+    int post(prov::SendWr &&wr) {
+        if (!established_.load(std::memory_order_acquire)) [[unlikely]]
+            return not_established();
+        return r_->qp->post_send(std::move(wr));
+    }
+    int not_established() const;
 
     std::unique_ptr<ConnResources> r_;
     std::atomic<bool> direct_write_to_pmem_{false};
-    // As upstream, a client's connection shows the server's private data once the application
-    // took ESTABLISHED: before, the engine may still be writing it.
-    std::atomic<bool> pdata_shown_;
+    // A server's connection, or a client's once the application took ESTABLISHED. As upstream,
+    // a client shows the server's private data from then on (before, the engine may still be
+    // writing it), and takes posts from then on.
+    std::atomic<bool> established_;
 };
 
 }  // namespace rpma

@@ -1,6 +1,7 @@
 // A shared receive queue (rpma_srq): receives posted once, consumed by any connection using it.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 
@@ -46,12 +47,13 @@ inline int make_recv(Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64
                      prov::RecvWr *out) {
     out->wr_id = wr_id;
     if (!dst) return 0;
-    if (offset > dst->size() || len > dst->size() - offset || len > peer->caps().max_op_length)
-        [[unlikely]]
+    // An empty range is not checked, as a post does (core/conn.cc, local_range_ok).
+    if ((len != 0 && (offset > dst->size() || len > dst->size() - offset)) ||
+        len > peer->caps().max_op_length) [[unlikely]]
         return recv_refused(dst, offset, len);
     // Borrowed, not copied: a provider takes a count only if it keeps the receive.
     out->borrowed = &dst->region();
-    out->ptr = dst->ptr() + offset;
+    out->ptr = dst->ptr() + std::min(offset, dst->size());
     out->len = static_cast<uint32_t>(len);
     out->usable = dst->local_write() && dst->peer() == peer;  // as a NIC checks the lkey
     return 0;

@@ -13,6 +13,14 @@
  *                (the reference) or RPMA_E_NO_EVENT (rpma: one CLOSED per connection), and
  *                leave the fd unreadable; it hung on rpma's verbs provider, which dropped the
  *                event and read on. On tcp and shm nothing comes: the fd must stay unreadable
+ *   early_post   as client_disc, but the client posts once its event fd is readable and before it
+ *                reads ESTABLISHED: RPMA_E_PROVIDER, as the queue pair of an RDMA client is
+ *                ready to send only once librdmacm has handled the server's answer, which it does
+ *                as the event is read (tcp took the post whenever its Reply had come first);
+ *                after ESTABLISHED the same post completes, and nothing refused ever runs. The
+ *                reference over rxe refuses the post but runs it once ESTABLISHED is read (rxe
+ *                queues the request before the kernel refuses it): its completion is accepted
+ *                there, and the send, which would wait for a receive, is left out
  *   cq_zero      client only: a request with a CQ of 0 entries fails (RPMA_E_PROVIDER), as
  *                ibv_create_cq(3) refuses one; and a request to the wildcard address 0.0.0.0
  *                fails the same way, as RDMA CM resolves no route to it; nothing needs to listen
@@ -44,6 +52,28 @@ static void check_conn_usable(struct rpma_conn *conn) {
     CHECK(rcq == NULL); /* default cfg: no RCQ */
     CHECK_OK(rpma_conn_get_qp_num(conn, &qp_num));
     it_cq_expect_empty(cq);
+}
+
+/* it_connect, posting before ESTABLISHED is read (early_post) */
+static struct rpma_conn *connect_posting_early(struct rpma_peer *peer, const struct it_args *a,
+                                               const struct rpma_conn_private_data *pd) {
+    struct rpma_conn_req *req = NULL;
+    struct rpma_conn *conn = NULL;
+    CHECK_OK(rpma_conn_req_new(peer, a->addr, a->port, NULL, &req));
+    CHECK_OK(rpma_conn_req_connect(&req, pd, &conn));
+    int fd = -1;
+    CHECK_OK(rpma_conn_get_event_fd(conn, &fd));
+    if (!it_poll_fd(fd, IT_WAIT_MS)) IT_FAIL("no connection event within %d ms", IT_WAIT_MS);
+    const int f = RPMA_F_COMPLETION_ALWAYS;
+    CHECK_ERR(rpma_write(conn, NULL, 0, NULL, 0, 0, f, (void *)0xe0), RPMA_E_PROVIDER);
+    if (!it_reference()) CHECK_ERR(rpma_send(conn, NULL, 0, 0, f, (void *)0xe1), RPMA_E_PROVIDER);
+    it_expect_event(conn, RPMA_CONN_ESTABLISHED);
+    struct rpma_cq *cq = NULL;
+    CHECK_OK(rpma_conn_get_cq(conn, &cq));
+    CHECK_OK(rpma_write(conn, NULL, 0, NULL, 0, 0, f, (void *)0xea));
+    if (it_reference()) it_cq_expect(cq, IBV_WC_RDMA_WRITE, (void *)0xe0);
+    it_cq_expect(cq, IBV_WC_RDMA_WRITE, (void *)0xea);
+    return conn;
 }
 
 /* the connection is closed and this side has disconnected: a late event must not block */
@@ -151,7 +181,9 @@ static void client(const struct it_args *a, const char *mode) {
         }
     }
 
-    struct rpma_conn *conn = it_connect(peer, a->addr, a->port, NULL, cpd, sizeof(cpd));
+    struct rpma_conn *conn = strcmp(mode, "early_post") == 0
+                                 ? connect_posting_early(peer, a, &pd)
+                                 : it_connect(peer, a->addr, a->port, NULL, cpd, sizeof(cpd));
     struct rpma_conn_private_data spd = {0};
     CHECK_OK(rpma_conn_get_private_data(conn, &spd));
     check_pdata(&spd, ACCEPT_PDATA, SEED_SERVER);
@@ -177,7 +209,8 @@ int main(int argc, char *argv[]) {
     if (a.argc < 1) IT_FAIL("mode argument missing");
     const char *mode = a.argv[0];
     if (strcmp(mode, "client_disc") && strcmp(mode, "server_disc") && strcmp(mode, "reject") &&
-        strcmp(mode, "nolistener") && strcmp(mode, "cq_zero") && strcmp(mode, "late_event"))
+        strcmp(mode, "nolistener") && strcmp(mode, "cq_zero") && strcmp(mode, "late_event") &&
+        strcmp(mode, "early_post"))
         IT_FAIL("unknown mode %s", mode);
     if (a.server)
         server(&a, mode);
