@@ -5,9 +5,11 @@
 // (tcp/upgrade.h) that this file hands to the tcp device. RPMA_PROVIDER may name verbs, tcp or shm,
 // and any other name fails, so a program asking for a provider we lack learns it at once.
 #include <arpa/inet.h>
+#include <netdb.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "common/log.h"
 #include "provider/provider.h"
@@ -29,13 +31,23 @@ bool provider_allowed() {
 }
 
 // rdma_cm binds a loopback address to whichever device comes first, not to one that serves it:
-// left to auto, loopback stays on tcp and shm.
+// left to auto, an address that resolves to loopback (127.1, localhost, a host name that
+// /etc/hosts maps to 127.0.1.1) stays on tcp and shm, on both sides of a connection. The first
+// answer counts, as librdmacm takes the first.
 bool loopback(const char *addr) {
-    in_addr a4;
-    in6_addr a6;
-    if (inet_pton(AF_INET, addr, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
-    if (inet_pton(AF_INET6, addr, &a6) == 1) return IN6_IS_ADDR_LOOPBACK(&a6);
-    return std::strcmp(addr, "localhost") == 0;
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo *res = nullptr;
+    if (::getaddrinfo(addr, nullptr, &hints, &res) != 0) return false;
+    std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
+    if (res->ai_family == AF_INET) {
+        const auto *a4 = reinterpret_cast<const sockaddr_in *>(res->ai_addr);
+        return (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (res->ai_family != AF_INET6) return false;
+    const in6_addr &a6 = reinterpret_cast<const sockaddr_in6 *>(res->ai_addr)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
 }
 
 }  // namespace
@@ -55,7 +67,7 @@ int lookup_device(const char *addr, rpma_util_ibv_context_type type, ibv_context
             return verbs::Device::lookup(addr, type, false, out);
         case Choice::kAuto:
             // Without the RDMA stack (no /dev/infiniband) this costs one access(2).
-            if (!loopback(addr) && verbs::Device::stack_present() &&
+            if (verbs::Device::stack_present() && !loopback(addr) &&
                 verbs::Device::lookup(addr, type, true, out) == 0)
                 return 0;
             break;
