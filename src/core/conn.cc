@@ -78,9 +78,17 @@ int Conn::next_event(rpma_conn_event *ev) {
         e = *popped;
     }
     CancelOff off;
-    if (e == RPMA_CONN_ESTABLISHED) established_.store(true, std::memory_order_release);
+    if (e == RPMA_CONN_ESTABLISHED) {
+        established_.store(true, std::memory_order_release);
+        RPMA_LOG_NOTICE("connection established (queue pair %u)", qp_num());
+    }
     *ev = e;
     return 0;
+}
+
+int Conn::disconnect() {
+    RPMA_LOG_NOTICE("disconnecting (queue pair %u)", qp_num());
+    return r_->qp->disconnect();
 }
 
 void Conn::private_data(rpma_conn_private_data *pd) const {

@@ -57,7 +57,7 @@ class Conn {
     bool shared_channel() const noexcept { return r_->shared; }
     int compl_fd() const noexcept { return r_->channel->fd(); }
     int wait(int flags, prov::CompletionQueue **cq, bool *is_rcq);
-    int disconnect() { return r_->qp->disconnect(); }
+    int disconnect();
 
     int read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off, size_t len,
              int flags, uint64_t wr_id);

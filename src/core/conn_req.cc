@@ -17,6 +17,7 @@ int ConnReq::outgoing(Peer *peer, const char *addr, const char *port, const Conn
     int ret = ConnResources::create(peer, cfg, addr, port, nullptr, &req->r_);
     if (ret) return ret;
     *out = req.release();
+    RPMA_LOG_NOTICE("connection request to %s port %s", addr, port);
     return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "core/ep.h"
 
 #include "common/cancel.h"
+#include "common/log.h"
 #include "core/conn_req.h"
 
 namespace rpma {
@@ -16,6 +17,7 @@ int Ep::listen(Peer *peer, const char *addr, const char *port, Ep **out) {
     }
     peer->ref();
     *out = ep;
+    RPMA_LOG_NOTICE("listening on %s port %s", addr, port);
     return 0;
 }
 

@@ -21,11 +21,17 @@
  *                reference over rxe refuses the post but runs it once ESTABLISHED is read (rxe
  *                queues the request before the kernel refuses it): its completion is accepted
  *                there, and the send, which would wait for a receive, is left out
+ *   notice       as client_disc, with the threshold at NOTICE: rpma_ep_listen, rpma_conn_req_new,
+ *                each side's ESTABLISHED and rpma_conn_disconnect each log at NOTICE, as
+ *                rpma_log_set_threshold(3) gives "connection established" as NOTICE's example
+ *                (only that a NOTICE line came is checked, not its words)
  *   cq_zero      client only: a request with a CQ of 0 entries fails (RPMA_E_PROVIDER), as
  *                ibv_create_cq(3) refuses one; and a request to the wildcard address 0.0.0.0
  *                fails the same way, as RDMA CM resolves no route to it; nothing needs to listen
  */
 #define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -52,6 +58,42 @@ static void check_conn_usable(struct rpma_conn *conn) {
     CHECK(rcq == NULL); /* default cfg: no RCQ */
     CHECK_OK(rpma_conn_get_qp_num(conn, &qp_num));
     it_cq_expect_empty(cq);
+}
+
+/* notice: the NOTICE lines logged so far (the engine's threads may log too) */
+static atomic_int g_notices;
+
+static void count_notice(enum rpma_log_level level, const char *file, const int line,
+                         const char *func, const char *fmt, ...) {
+    (void)file, (void)line, (void)func, (void)fmt;
+    if (level == RPMA_LOG_LEVEL_NOTICE) atomic_fetch_add(&g_notices, 1);
+}
+
+static void log_notices(const char *mode) {
+    if (strcmp(mode, "notice") != 0) return;
+    CHECK_OK(rpma_log_set_threshold(RPMA_LOG_THRESHOLD, RPMA_LOG_LEVEL_NOTICE));
+    CHECK_OK(rpma_log_set_function(count_notice));
+}
+
+/* fails unless a NOTICE line came since before (mode notice only) */
+static void expect_noticed(const char *mode, int before, const char *what) {
+    if (strcmp(mode, "notice") == 0 && atomic_load(&g_notices) == before)
+        IT_FAIL("%s logged nothing at NOTICE", what);
+}
+
+/* it_connect, checking each step's NOTICE line (notice) */
+static struct rpma_conn *connect_noticed(struct rpma_peer *peer, const struct it_args *a,
+                                         const struct rpma_conn_private_data *pd) {
+    struct rpma_conn_req *req = NULL;
+    struct rpma_conn *conn = NULL;
+    int n = atomic_load(&g_notices);
+    CHECK_OK(rpma_conn_req_new(peer, a->addr, a->port, NULL, &req));
+    expect_noticed("notice", n, "rpma_conn_req_new");
+    CHECK_OK(rpma_conn_req_connect(&req, pd, &conn));
+    n = atomic_load(&g_notices);
+    it_expect_event(conn, RPMA_CONN_ESTABLISHED);
+    expect_noticed("notice", n, "the client's ESTABLISHED");
+    return conn;
 }
 
 /* it_connect, posting before ESTABLISHED is read (early_post) */
@@ -102,7 +144,10 @@ static void late_event(struct rpma_conn **conn) {
 static void server(const struct it_args *a, const char *mode) {
     struct rpma_peer *peer = it_peer_new(a->addr, true);
     struct rpma_ep *ep = NULL;
+    log_notices(mode);
+    int n = atomic_load(&g_notices);
     CHECK_OK(rpma_ep_listen(peer, a->addr, a->port, &ep));
+    expect_noticed(mode, n, "rpma_ep_listen");
     it_ready();
 
     struct rpma_conn_private_data pd = {0};
@@ -119,7 +164,9 @@ static void server(const struct it_args *a, const char *mode) {
 
     char spd[ACCEPT_PDATA];
     it_fill(spd, sizeof(spd), SEED_SERVER);
+    n = atomic_load(&g_notices);
     struct rpma_conn *conn = it_accept(&req, spd, sizeof(spd));
+    expect_noticed(mode, n, "the server's ESTABLISHED");
     /* the client's private data moved from the request to the connection */
     memset(&pd, 0, sizeof(pd));
     CHECK_OK(rpma_conn_get_private_data(conn, &pd));
@@ -181,9 +228,14 @@ static void client(const struct it_args *a, const char *mode) {
         }
     }
 
-    struct rpma_conn *conn = strcmp(mode, "early_post") == 0
-                                 ? connect_posting_early(peer, a, &pd)
-                                 : it_connect(peer, a->addr, a->port, NULL, cpd, sizeof(cpd));
+    log_notices(mode);
+    struct rpma_conn *conn = NULL;
+    if (strcmp(mode, "early_post") == 0)
+        conn = connect_posting_early(peer, a, &pd);
+    else if (strcmp(mode, "notice") == 0)
+        conn = connect_noticed(peer, a, &pd);
+    else
+        conn = it_connect(peer, a->addr, a->port, NULL, cpd, sizeof(cpd));
     struct rpma_conn_private_data spd = {0};
     CHECK_OK(rpma_conn_get_private_data(conn, &spd));
     check_pdata(&spd, ACCEPT_PDATA, SEED_SERVER);
@@ -195,6 +247,12 @@ static void client(const struct it_args *a, const char *mode) {
         CHECK_OK(rpma_conn_disconnect(conn));
         it_expect_event(conn, RPMA_CONN_CLOSED);
         late_event(&conn);
+    } else if (strcmp(mode, "notice") == 0) {
+        int n = atomic_load(&g_notices);
+        CHECK_OK(rpma_conn_disconnect(conn));
+        expect_noticed(mode, n, "rpma_conn_disconnect");
+        it_expect_event(conn, RPMA_CONN_CLOSED);
+        CHECK_OK(rpma_conn_delete(&conn));
     } else {
         it_disconnect_active(&conn);
     }
@@ -210,7 +268,7 @@ int main(int argc, char *argv[]) {
     const char *mode = a.argv[0];
     if (strcmp(mode, "client_disc") && strcmp(mode, "server_disc") && strcmp(mode, "reject") &&
         strcmp(mode, "nolistener") && strcmp(mode, "cq_zero") && strcmp(mode, "late_event") &&
-        strcmp(mode, "early_post"))
+        strcmp(mode, "early_post") && strcmp(mode, "notice"))
         IT_FAIL("unknown mode %s", mode);
     if (a.server)
         server(&a, mode);
