@@ -50,8 +50,9 @@ FORK = ("a forked child of the process that set up the peer's progress engine (s
 
 POST_PROVIDER = ("RPMA_E_PROVIDER",
                  "The connection is not established yet (on the client, until "
-                 "[[rpma_conn_next_event]] has returned **RPMA_CONN_ESTABLISHED**), its send queue is full (see [[rpma_conn_cfg_set_sq_size]]), or "
-                 "the caller is " + FORK + ".")
+                 "[[rpma_conn_next_event]] has returned **RPMA_CONN_ESTABLISHED**), its send "
+                 "queue is full (see [[rpma_conn_cfg_set_sq_size]]), or the caller is " + FORK +
+                 ".")
 
 # rpma_conn_get_private_data, rpma_conn_req_get_private_data
 PDATA_NOTE = """Upstream's pages leave the length open; this is what upstream librpma reports over
@@ -92,14 +93,15 @@ lie inside it, and the region must have been registered with the usage the opera
 violation leaves the remote memory untouched and comes back as a completion with status
 **IBV_WC_REM_ACCESS_ERR**, after which the connection's queue pair is in the error state."""
 
-LOCAL_CHECK = """The local range must lie inside the local region (checked when posting); a range of 0
-bytes is not checked, as it touches no memory. As a NIC
+LOCAL_CHECK = """The local range must lie inside the local region (checked when posting). As a NIC
 checks the lkey, the local region must also belong to the connection's peer, and a region the
 operation writes into (a read's destination) must have a usage that allows local writes:
 **RPMA_MR_USAGE_READ_DST**, **RPMA_MR_USAGE_WRITE_SRC**, **RPMA_MR_USAGE_WRITE_DST** or
 **RPMA_MR_USAGE_RECV**. A region the operation only reads (a write's or a send's source) may have
 any usage. If not, the call still returns 0, the operation completes with
-**IBV_WC_LOC_PROT_ERR** without touching memory, and the queue pair enters the error state."""
+**IBV_WC_LOC_PROT_ERR** without touching memory, and the queue pair enters the error state. None
+of this is checked for a range of 0 bytes, which touches no memory, as a NIC checks no empty
+scatter entry."""
 
 MAX_LEN = """An operation moves at most 1 GiB over tcp and shm, and at most the port's
 {max_msg_sz} over the verbs provider (**ibv_query_port**(3); 8 MiB on soft-RoCE); a larger {len}
@@ -308,7 +310,8 @@ RECV_COMMON = """The region must belong to the same peer and have been registere
 arrives for the receive, as a NIC checks the lkey: the receive then completes with **IBV_WC_LOC_PROT_ERR** without touching memory, the
 sender's operation with **IBV_WC_REM_OP_ERR**, and the queue pair enters the error state. A
 message longer than {len} completes the receive with **IBV_WC_LOC_LEN_ERR**. The range must lie
-inside the region, unless {len} is 0: an empty range is not checked, as it touches no memory.
+inside the region. Neither the range nor the region is checked when {len} is 0: an empty receive
+touches no memory.
 
 Each receive takes one incoming message ([[rpma_send]], [[rpma_send_with_imm]]) or one
 [[rpma_write_with_imm]]. Its completion has opcode **IBV_WC_RECV** (or

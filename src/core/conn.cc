@@ -1,6 +1,5 @@
 #include "core/conn.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -87,8 +86,9 @@ int Conn::next_event(rpma_conn_event *ev) {
 }
 
 int Conn::disconnect() {
-    RPMA_LOG_NOTICE("disconnecting (queue pair %u)", qp_num());
-    return r_->qp->disconnect();
+    int ret = r_->qp->disconnect();
+    if (ret == 0) RPMA_LOG_NOTICE("disconnecting (queue pair %u)", qp_num());
+    return ret;
 }
 
 void Conn::private_data(rpma_conn_private_data *pd) const {
@@ -125,19 +125,15 @@ namespace {
     return false;
 }
 
-// Inline: every post checks it; the log is out of line. An empty range touches no memory, so
-// its offset is not checked, as a NIC checks no scatter entry of 0 bytes (the reference over rxe
-// completes it).
+// Inline: every post checks it; the log is out of line.
 inline bool local_range_ok(const MrLocal *mr, size_t off, size_t len, const char *what) {
-    return !mr || len == 0 || (off <= mr->size() && len <= mr->size() - off) ||
-           range_refused(mr, off, len, what);
+    return !mr || mr->holds(off, len) || range_refused(mr, off, len, what);
 }
 
-// The request's local side, by reference: the provider takes a count only if it keeps it. An
-// empty range past the end points at the end.
+// The request's local side, by reference: the provider takes a count only if it keeps it.
 inline void set_local(prov::SendWr &wr, const MrLocal *mr, size_t off) {
     if (!mr) return;
-    wr.local = mr->ptr() + std::min(off, mr->size());
+    wr.local = mr->at(off);
     wr.local_region = &mr->region();
 }
 
@@ -184,7 +180,7 @@ int Conn::read(MrLocal *dst, size_t dst_off, const MrRemote *src, size_t src_off
     wr.wr_id = wr_id;
     wr.signaled = signaled(flags);
     set_local(wr, dst, dst_off);
-    wr.local_fault = local_fault(dst, true, "read destination");
+    wr.local_fault = local_fault(dst, len, true, "read destination");
     wr.len = static_cast<uint32_t>(len);
     wr.raddr = src ? src->addr() + src_off : 0;
     wr.rkey = src ? src->rkey() : 0;
@@ -199,7 +195,7 @@ int Conn::write(const MrRemote *dst, size_t dst_off, const MrLocal *src, size_t 
     wr.wr_id = wr_id;
     wr.signaled = signaled(flags);
     set_local(wr, src, src_off);
-    wr.local_fault = local_fault(src, false, "write source");
+    wr.local_fault = local_fault(src, len, false, "write source");
     wr.len = static_cast<uint32_t>(len);
     wr.raddr = dst ? dst->addr() + dst_off : 0;
     wr.rkey = dst ? dst->rkey() : 0;
@@ -258,7 +254,7 @@ int Conn::send(const MrLocal *src, size_t off, size_t len, int flags, uint64_t w
     wr.wr_id = wr_id;
     wr.signaled = signaled(flags);
     set_local(wr, src, off);
-    wr.local_fault = local_fault(src, false, "send source");
+    wr.local_fault = local_fault(src, len, false, "send source");
     wr.len = static_cast<uint32_t>(len);
     wr.imm = imm ? *imm : 0;
     return post(std::move(wr));

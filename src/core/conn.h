@@ -73,8 +73,9 @@ class Conn {
 
   private:
     // The checks every post makes inline; each logs out of line, only when it fails.
-    bool local_fault(const MrLocal *mr, bool written, const char *what) const {
-        return mr && (mr->peer() != r_->peer || (written && !mr->local_write())) &&
+    // An empty range has no lkey to check (MrLocal::holds).
+    bool local_fault(const MrLocal *mr, size_t len, bool written, const char *what) const {
+        return mr && len != 0 && (mr->peer() != r_->peer || (written && !mr->local_write())) &&
                fault_logged(mr, what);
     }
     bool op_len_ok(size_t len) const {

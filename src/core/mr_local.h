@@ -1,6 +1,7 @@
 // A local memory registration (rpma_mr_local).
 #pragma once
 
+#include <algorithm>
 #include <memory>
 
 #include "core/peer.h"
@@ -27,6 +28,14 @@ class MrLocal {
     int usage() const noexcept { return region_->usage(); }
     // Registered with LOCAL_WRITE: this peer may write into it (read destination, receive).
     bool local_write() const noexcept { return usage() & kLocalWriteUsage; }
+    // A request's local range: [off, off + len) lies in the region. An empty one touches no
+    // memory and fits at any offset, as a NIC checks no scatter entry of 0 bytes (nor its lkey:
+    // the reference over rxe completes it).
+    bool holds(size_t off, size_t len) const noexcept {
+        return len == 0 || (off <= size() && len <= size() - off);
+    }
+    // The address of off; an empty range past the end points at the end.
+    char *at(size_t off) const noexcept { return ptr() + std::min(off, size()); }
     void descriptor(void *out) const noexcept;
     int advise(size_t offset, size_t len, int advice, uint32_t flags) const;
 

@@ -1,7 +1,6 @@
 // A shared receive queue (rpma_srq): receives posted once, consumed by any connection using it.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <memory>
 
@@ -47,15 +46,14 @@ inline int make_recv(Peer *peer, MrLocal *dst, size_t offset, size_t len, uint64
                      prov::RecvWr *out) {
     out->wr_id = wr_id;
     if (!dst) return 0;
-    // An empty range is not checked, as a post does (core/conn.cc, local_range_ok).
-    if ((len != 0 && (offset > dst->size() || len > dst->size() - offset)) ||
-        len > peer->caps().max_op_length) [[unlikely]]
+    if (!dst->holds(offset, len) || len > peer->caps().max_op_length) [[unlikely]]
         return recv_refused(dst, offset, len);
     // Borrowed, not copied: a provider takes a count only if it keeps the receive.
     out->borrowed = &dst->region();
-    out->ptr = dst->ptr() + std::min(offset, dst->size());
+    out->ptr = dst->at(offset);
     out->len = static_cast<uint32_t>(len);
-    out->usable = dst->local_write() && dst->peer() == peer;  // as a NIC checks the lkey
+    // as a NIC checks the lkey, unless there is nothing to place (MrLocal::holds)
+    out->usable = len == 0 || (dst->local_write() && dst->peer() == peer);
     return 0;
 }
 

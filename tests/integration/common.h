@@ -25,7 +25,8 @@ const char *it_test_addr(void);
 bool it_reference(void);
 /* the transport is an RDMA stack: the reference, or rpma's verbs provider (RPMA_PROVIDER=verbs),
  * so what the device and rdma-core decide (fork rules, atomic-write emulation, log causes of a
- * lost connection) is the NIC's, not the tcp provider's */
+ * lost connection) is the NIC's, not the tcp provider's. RPMA_PROVIDER unset over an RDMA
+ * device's address counts as tcp here: run the suite there with RPMA_PROVIDER=verbs */
 bool it_nic(void);
 
 /* a backstop for every program: no scenario may run longer */

@@ -2,11 +2,13 @@
 /*
  * local_range.c -- the local range of a post, one connection.
  *
- * An empty range touches no memory, so its offset is not checked, as a NIC checks no scatter
- * entry of 0 bytes: a write, a read and two sends of 0 bytes from or into offset SIZE + 100 of a
- * registered region (and a write at offset SIZE_MAX) are taken and complete with byte_len 0, and
- * two receives of 0 bytes at offset SIZE + 100 (rpma_conn_req_recv, rpma_recv) take the two empty
- * messages. The reference over rxe does all of this.
+ * An empty range touches no memory, so neither its offset nor its lkey is checked, as a NIC
+ * checks no scatter entry of 0 bytes: a write, a read and three sends of 0 bytes from or into
+ * offset SIZE + 100 of a registered region (and a write at offset SIZE_MAX) are taken and
+ * complete with byte_len 0, as do a read of 0 bytes into a region without local write access and
+ * a write of 0 bytes from a region of another peer; three receives of 0 bytes (rpma_conn_req_recv
+ * and rpma_recv at offset SIZE + 100, rpma_recv into a region registered READ_SRC only) take the
+ * three empty messages. The reference over rxe does all of this.
  *
  * A non-empty range that does not fit in its region is refused when posting (RPMA_E_INVAL)
  * and the connection goes on: every post above still completes (rpma only; the reference posts it
@@ -22,7 +24,18 @@
 #define PAST (SIZE + 100) /* an offset past the end of every region here */
 #define TARGET 4096
 
-enum { OP_WRITE, OP_WRITE_MAX, OP_READ, OP_SEND_1, OP_SEND_2, N_OPS };
+enum {
+    OP_WRITE,
+    OP_WRITE_MAX,
+    OP_READ,
+    OP_READ_NO_WRITE,
+    OP_WRITE_OTHER_PEER,
+    OP_SEND_1,
+    OP_SEND_2,
+    OP_SEND_3,
+    N_OPS
+};
+#define N_RECVS 3
 
 /* what rpma refuses when posting; the reference would post it */
 static void expect_refused(int ret, const char *what) {
@@ -36,8 +49,9 @@ static void server(const struct it_args *a) {
     struct it_region_server srv;
     it_region_server_open(&srv, a, target, TARGET,
                           RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_DST);
-    struct rpma_mr_local *rmr = NULL;
+    struct rpma_mr_local *rmr = NULL, *romr = NULL;
     CHECK_OK(rpma_mr_reg(srv.peer, rbuf, SIZE, RPMA_MR_USAGE_RECV, &rmr));
+    CHECK_OK(rpma_mr_reg(srv.peer, rbuf, SIZE, RPMA_MR_USAGE_READ_SRC, &romr));
 
     struct rpma_conn_req *req = it_next_req(srv.ep, NULL);
     if (!it_reference()) {
@@ -51,10 +65,11 @@ static void server(const struct it_args *a) {
         expect_refused(rpma_recv(conn, rmr, SIZE_MAX, 1, NULL), "rpma_recv(SIZE_MAX, 1)");
     }
     CHECK_OK(rpma_recv(conn, rmr, PAST, 0, (void *)0x62));
+    CHECK_OK(rpma_recv(conn, romr, 0, 0, (void *)0x63));
 
     struct rpma_cq *cq = NULL;
     CHECK_OK(rpma_conn_get_cq(conn, &cq));
-    for (uintptr_t k = 0; k < 2; k++) {
+    for (uintptr_t k = 0; k < N_RECVS; k++) {
         struct ibv_wc wc;
         it_cq_get(cq, &wc);
         if (wc.status != IBV_WC_SUCCESS)
@@ -66,6 +81,7 @@ static void server(const struct it_args *a) {
     for (size_t i = 0; i < SIZE; i++)
         if ((unsigned char)rbuf[i] != 0x5a) IT_FAIL("receive buffer byte %zu changed", i);
     it_disconnect_passive(&conn, false);
+    CHECK_OK(rpma_mr_dereg(&romr));
     CHECK_OK(rpma_mr_dereg(&rmr));
     it_region_server_close(&srv);
     free(target);
@@ -76,10 +92,13 @@ static void client(const struct it_args *a) {
     struct rpma_peer *peer = it_peer_new(a->addr, false);
     char *buf = it_alloc(SIZE);
     memset(buf, 0x3c, SIZE);
-    struct rpma_mr_local *mr = NULL;
+    struct rpma_mr_local *mr = NULL, *send_only = NULL, *other = NULL;
     CHECK_OK(rpma_mr_reg(peer, buf, SIZE,
                          RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_SEND,
                          &mr));
+    CHECK_OK(rpma_mr_reg(peer, buf, SIZE, RPMA_MR_USAGE_SEND, &send_only));
+    struct rpma_peer *other_peer = it_peer_new(a->addr, false);
+    CHECK_OK(rpma_mr_reg(other_peer, buf, SIZE, RPMA_MR_USAGE_WRITE_SRC, &other));
     struct rpma_conn_cfg *cfg = NULL;
     CHECK_OK(rpma_conn_cfg_new(&cfg));
     CHECK_OK(rpma_conn_cfg_set_sq_size(cfg, N_OPS));
@@ -99,11 +118,15 @@ static void client(const struct it_args *a) {
     CHECK_OK(rpma_write(conn, rmr, 0, mr, PAST, 0, f, (void *)(0x100 + OP_WRITE)));
     CHECK_OK(rpma_write(conn, rmr, 0, mr, SIZE_MAX, 0, f, (void *)(0x100 + OP_WRITE_MAX)));
     CHECK_OK(rpma_read(conn, mr, PAST, rmr, 0, 0, f, (void *)(0x100 + OP_READ)));
+    CHECK_OK(rpma_read(conn, send_only, 0, rmr, 0, 0, f, (void *)(0x100 + OP_READ_NO_WRITE)));
+    CHECK_OK(rpma_write(conn, rmr, 0, other, 0, 0, f, (void *)(0x100 + OP_WRITE_OTHER_PEER)));
     CHECK_OK(rpma_send(conn, mr, PAST, 0, f, (void *)(0x100 + OP_SEND_1)));
     CHECK_OK(rpma_send(conn, mr, PAST, 0, f, (void *)(0x100 + OP_SEND_2)));
+    CHECK_OK(rpma_send(conn, mr, PAST, 0, f, (void *)(0x100 + OP_SEND_3)));
 
-    static const enum ibv_wc_opcode opcode[N_OPS] = {IBV_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE,
-                                                     IBV_WC_RDMA_READ, IBV_WC_SEND, IBV_WC_SEND};
+    static const enum ibv_wc_opcode opcode[N_OPS] = {
+        IBV_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_RDMA_READ,
+        IBV_WC_RDMA_WRITE, IBV_WC_SEND,       IBV_WC_SEND,      IBV_WC_SEND};
     for (uintptr_t k = 0; k < N_OPS; k++) {
         struct ibv_wc wc;
         it_cq_get(cq, &wc);
@@ -119,6 +142,9 @@ static void client(const struct it_args *a) {
 
     it_disconnect_region(&conn, &rmr);
     CHECK_OK(rpma_conn_cfg_delete(&cfg));
+    CHECK_OK(rpma_mr_dereg(&other));
+    CHECK_OK(rpma_peer_delete(&other_peer));
+    CHECK_OK(rpma_mr_dereg(&send_only));
     CHECK_OK(rpma_mr_dereg(&mr));
     CHECK_OK(rpma_peer_delete(&peer));
     free(buf);
