@@ -74,6 +74,12 @@ run() { # run NAME BUILD_DIR SANITIZE [extra cmake args...]
     local name=$1 dir=$2
     shift
     build "$name" "$@" || return
+    # fio_build fetches fio's source from Debian's archive, which the namespace cannot reach: it
+    # runs first, outside; inside, it then finds fio built (or skips again, saying why).
+    if (cd "$dir" && ctest -N -R '^fio_build$' | grep -q '^Total Tests: 1$'); then
+        echo "=== $name: fio's build, outside the network namespace (it fetches fio's source)"
+        (cd "$dir" && ctest --output-on-failure -R '^fio_build$') || true
+    fi
     echo "=== $name: test $dir"
     (cd "$dir" && isolated ctest --output-on-failure -j2 --timeout 300 -LE guest)
 }
