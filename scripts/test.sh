@@ -76,7 +76,7 @@ run() { # run NAME BUILD_DIR SANITIZE [extra cmake args...]
     build "$name" "$@" || return
     # fio_build fetches fio's source from Debian's archive, which the namespace cannot reach: it
     # runs first, outside; inside, it then finds fio built (or skips again, saying why).
-    if (cd "$dir" && ctest -N -R '^fio_build$' | grep -q '^Total Tests: 1$'); then
+    if grep -qs 'fio_build' "$dir/tests/fio/CTestTestfile.cmake"; then
         echo "=== $name: fio's build, outside the network namespace (it fetches fio's source)"
         (cd "$dir" && ctest --output-on-failure -R '^fio_build$') || true
     fi

@@ -64,6 +64,16 @@ FAIL_TEST=build-asan run 1 --all
 has '^  asan   FAILED' && has '^  tsan   passed' && has '^  fuzz   passed'
 calls build-tsan 1 && calls build-fuzz 1
 
+echo "== a build with the fio tests: fio_build runs first, on its own (outside the namespace)"
+mkdir -p "$tmp/tree/build-asan/tests/fio"
+echo 'add_test(fio_build ...)' >"$tmp/tree/build-asan/tests/fio/CTestTestfile.cmake"
+run 0 --asan
+has '^=== asan: fio.s build, outside the network namespace'
+calls build-asan 3
+[[ $(grep -m1 "ctest in build-asan:" "$tmp/calls") == *"-R ^fio_build\$"* ]] ||
+    { cat "$tmp/calls"; die "fio_build did not run first"; }
+rm -r "$tmp/tree/build-asan/tests"
+
 echo "== --quick runs the plain stage only; a bad option is refused"
 run 0 --quick
 has '^  plain  passed'
