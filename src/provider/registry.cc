@@ -33,21 +33,15 @@ bool provider_allowed() {
 // rdma_cm binds a loopback address to whichever device comes first, not to one that serves it:
 // left to auto, an address that resolves to loopback (127.1, localhost, a host name that
 // /etc/hosts maps to 127.0.1.1) stays on tcp and shm, on both sides of a connection. The first
-// answer counts, as librdmacm takes the first. A numeric address costs no lookup; only a host
-// name is looked up, once more than rdma_cm and tcp do themselves.
+// answer counts, as librdmacm takes the first. getaddrinfo parses a numeric address itself, so
+// only a host name is looked up, once more than rdma_cm and tcp do themselves.
 bool loopback(const char *addr) {
     if (std::strcmp(addr, "localhost") == 0) return true;
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICHOST;
     addrinfo *res = nullptr;
-    int rc = ::getaddrinfo(addr, nullptr, &hints, &res);
-    if (rc == EAI_NONAME) {
-        hints.ai_flags = 0;
-        rc = ::getaddrinfo(addr, nullptr, &hints, &res);
-    }
-    if (rc != 0) return false;
+    if (::getaddrinfo(addr, nullptr, &hints, &res) != 0) return false;
     std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
     if (res->ai_family == AF_INET) {
         const auto *a4 = reinterpret_cast<const sockaddr_in *>(res->ai_addr);

@@ -369,7 +369,9 @@ void it_cq_get(struct rpma_cq *cq, struct ibv_wc *wc) {
     if (!it_cq_next(cq, wc, IT_WAIT_MS)) IT_FAIL("no completion within %d ms", IT_WAIT_MS);
 }
 
-void it_cq_expect(struct rpma_cq *cq, enum ibv_wc_opcode opcode, const void *op_context) {
+/* it_cq_expect's checks of wc, taken from cq */
+static void cq_expect(struct rpma_cq *cq, enum ibv_wc_opcode opcode, const void *op_context,
+                      struct ibv_wc *out) {
     struct ibv_wc wc;
     it_cq_get(cq, &wc);
     if (wc.status != IBV_WC_SUCCESS)
@@ -380,6 +382,21 @@ void it_cq_expect(struct rpma_cq *cq, enum ibv_wc_opcode opcode, const void *op_
                 (unsigned long long)(uintptr_t)op_context);
     if (wc.opcode != opcode)
         IT_FAIL("completion opcode %d, expected %d (wr_id %llu)", (int)wc.opcode, (int)opcode,
+                (unsigned long long)wc.wr_id);
+    *out = wc;
+}
+
+void it_cq_expect(struct rpma_cq *cq, enum ibv_wc_opcode opcode, const void *op_context) {
+    struct ibv_wc wc;
+    cq_expect(cq, opcode, op_context, &wc);
+}
+
+void it_cq_expect_len(struct rpma_cq *cq, enum ibv_wc_opcode opcode, const void *op_context,
+                      uint32_t byte_len) {
+    struct ibv_wc wc;
+    cq_expect(cq, opcode, op_context, &wc);
+    if (wc.byte_len != byte_len)
+        IT_FAIL("completion byte_len %u, expected %u (wr_id %llu)", wc.byte_len, byte_len,
                 (unsigned long long)wc.wr_id);
 }
 

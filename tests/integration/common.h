@@ -193,6 +193,9 @@ bool it_cq_next(struct rpma_cq *cq, struct ibv_wc *wc, int timeout_ms);
 void it_cq_get(struct rpma_cq *cq, struct ibv_wc *wc);
 /* one completion that must be a success with this opcode and wr_id */
 void it_cq_expect(struct rpma_cq *cq, enum ibv_wc_opcode opcode, const void *op_context);
+/* it_cq_expect, and the completion's byte_len must be byte_len */
+void it_cq_expect_len(struct rpma_cq *cq, enum ibv_wc_opcode opcode, const void *op_context,
+                      uint32_t byte_len);
 /* one completion of wr_id with this status (what names it in a failure) */
 void it_cq_expect_status(struct rpma_cq *cq, uintptr_t wr_id, enum ibv_wc_status status,
                          const char *what);

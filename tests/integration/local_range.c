@@ -37,6 +37,12 @@ enum {
 };
 #define N_RECVS 3
 
+/* no byte of buf (SIZE bytes, filled with fill) changed */
+static void expect_untouched(const char *buf, unsigned char fill, const char *what) {
+    for (size_t i = 0; i < SIZE; i++)
+        if ((unsigned char)buf[i] != fill) IT_FAIL("%s byte %zu changed", what, i);
+}
+
 /* what rpma refuses when posting; the reference would post it */
 static void expect_refused(int ret, const char *what) {
     if (ret != RPMA_E_INVAL)
@@ -69,17 +75,9 @@ static void server(const struct it_args *a) {
 
     struct rpma_cq *cq = NULL;
     CHECK_OK(rpma_conn_get_cq(conn, &cq));
-    for (uintptr_t k = 0; k < N_RECVS; k++) {
-        struct ibv_wc wc;
-        it_cq_get(cq, &wc);
-        if (wc.status != IBV_WC_SUCCESS)
-            IT_FAIL("empty receive %lu: status %s", (unsigned long)k, it_wc_status_str(wc.status));
-        CHECK_EQ(wc.wr_id, 0x61 + k);
-        CHECK_EQ(wc.opcode, IBV_WC_RECV);
-        CHECK_EQ(wc.byte_len, 0);
-    }
-    for (size_t i = 0; i < SIZE; i++)
-        if ((unsigned char)rbuf[i] != 0x5a) IT_FAIL("receive buffer byte %zu changed", i);
+    for (uintptr_t k = 0; k < N_RECVS; k++)
+        it_cq_expect_len(cq, IBV_WC_RECV, (void *)(0x61 + k), 0);
+    expect_untouched(rbuf, 0x5a, "receive buffer");
     it_disconnect_passive(&conn, false);
     CHECK_OK(rpma_mr_dereg(&romr));
     CHECK_OK(rpma_mr_dereg(&rmr));
@@ -127,18 +125,9 @@ static void client(const struct it_args *a) {
     static const enum ibv_wc_opcode opcode[N_OPS] = {
         IBV_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_RDMA_READ,
         IBV_WC_RDMA_WRITE, IBV_WC_SEND,       IBV_WC_SEND,      IBV_WC_SEND};
-    for (uintptr_t k = 0; k < N_OPS; k++) {
-        struct ibv_wc wc;
-        it_cq_get(cq, &wc);
-        if (wc.status != IBV_WC_SUCCESS)
-            IT_FAIL("empty post %lu: status %s", (unsigned long)k, it_wc_status_str(wc.status));
-        CHECK_EQ(wc.wr_id, 0x100 + k);
-        CHECK_EQ(wc.opcode, opcode[k]);
-        CHECK_EQ(wc.byte_len, 0);
-    }
+    for (uintptr_t k = 0; k < N_OPS; k++) it_cq_expect_len(cq, opcode[k], (void *)(0x100 + k), 0);
     it_cq_expect_empty(cq);
-    for (size_t i = 0; i < SIZE; i++)
-        if ((unsigned char)buf[i] != 0x3c) IT_FAIL("local buffer byte %zu changed", i);
+    expect_untouched(buf, 0x3c, "local buffer");
 
     it_disconnect_region(&conn, &rmr);
     CHECK_OK(rpma_conn_cfg_delete(&cfg));
